@@ -1,0 +1,45 @@
+/**
+ * Every error bucketmeter answers with: a stable code, the HTTP status, a title, and what the caller
+ * should do. Problem+json bodies (RFC 9457) carry the code; docs/ERRORS table is generated from here.
+ */
+import type { FieldError } from './events/field-error.js';
+
+export const ERRORS = {
+  BM_ERR_AUTH_MISSING_KEY: { status: 401, title: 'API key missing', hint: 'Send your API key in the X-API-Key header.' },
+  BM_ERR_AUTH_INVALID_KEY: { status: 401, title: 'API key invalid', hint: 'The key is unknown or revoked. Check X-API-Key, or create a key with `bucketmeter keys create`.' },
+  BM_ERR_EVENT_INVALID: { status: 400, title: 'Event invalid', hint: 'Fix the fields listed in `errors`. The event was kept in quarantine.' },
+  BM_ERR_BODY_INVALID_JSON: { status: 400, title: 'Body is not valid JSON', hint: 'Send a UTF-8 JSON document. The body was kept in quarantine.' },
+  BM_ERR_BODY_NOT_OBJECT: { status: 400, title: 'Body is not a JSON object', hint: 'Send one event as a JSON object, or use the batch path for an array.' },
+  BM_ERR_BODY_NOT_ARRAY: { status: 400, title: 'Body is not a JSON array', hint: 'The batch path takes a JSON array of events.' },
+  BM_ERR_BODY_BAD_ENCODING: { status: 400, title: 'Body cannot be decoded', hint: 'The body is not valid for its Content-Encoding (gzip or deflate).' },
+  BM_ERR_BODY_TOO_LARGE: { status: 413, title: 'Body too large', hint: 'Split the batch: the decompressed body exceeds the limit.' },
+  BM_ERR_BATCH_TOO_MANY_EVENTS: { status: 413, title: 'Too many events in batch', hint: 'Split the batch: it holds more events than the limit.' },
+  BM_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', hint: 'Send Content-Type: application/json.' },
+  BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
+  BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
+  BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
+  BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },
+  BM_ERR_OVERLOADED: { status: 503, title: 'Server overloaded', hint: 'The write queue is full; retry after the Retry-After seconds.' },
+  BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; nothing from this request was stored. Retry after the Retry-After seconds.' },
+  BM_ERR_SHUTTING_DOWN: { status: 503, title: 'Shutting down', hint: 'This node is stopping; retry (another node, or this one after restart).' },
+  BM_ERR_REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', hint: 'The request body did not arrive in time.' },
+  BM_ERR_BAD_REQUEST: { status: 400, title: 'Bad request', hint: 'The HTTP request is malformed.' },
+  BM_ERR_INTERNAL: { status: 500, title: 'Internal error', hint: 'A bug in bucketmeter; please report it with the log line of this request.' },
+} as const satisfies Record<string, { status: number; title: string; hint: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A coded error the HTTP layer turns into problem+json. */
+export class BmError extends Error {
+  override readonly name = 'BmError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    detail?: string,
+    readonly extra: { errors?: FieldError[]; retryAfter?: number; [key: string]: unknown } = {},
+    options?: { cause?: unknown },
+  ) {
+    super(detail ?? ERRORS[code].hint, options);
+    this.status = ERRORS[code].status;
+  }
+}

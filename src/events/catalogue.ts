@@ -1,0 +1,249 @@
+/**
+ * The event catalogue: the single source of truth for every event kind bucketmeter accepts.
+ * JSON schemas (schemas.ts), TypeScript types (below), the README's kind table and the per-kind
+ * tests are all derived from these two tables. Field names are the wire names of
+ * shared/spec/wire-format.md.
+ */
+
+/** Value types a field can have on the wire. */
+export type FieldType =
+  | 'string' // UTF-8, at most MAX_STRING_BYTES bytes
+  | 'bytes' // non-negative safe integer
+  | 'partNumber' // integer 1..10,000
+  | 'boolean'
+  | 'copySource' // { bucket, objectKey, versionId? }
+  | 'deletedObjects'; // 1..1,000 of { objectKey, resultingDeleteMarkerVersionId?, hardDeletedVersionId? }
+
+export const MAX_STRING_BYTES = 1024;
+export const MAX_DELETED_OBJECTS = 1000;
+export const MAX_PART_NUMBER = 10000;
+
+/** Every kind-specific field, with its type and meaning. */
+export const FIELDS = {
+  bucket: { type: 'string', doc: 'bucket name (wire alias: bucketName)' },
+  objectKey: { type: 'string', doc: 'object key' },
+  versionId: { type: 'string', doc: 'object version id (versioned buckets)' },
+  bytes: { type: 'bytes', doc: 'size in bytes' },
+  isBillableEgress: { type: 'boolean', doc: 'outflow is charged; absent or null means true' },
+  objectCategory: { type: 'string', doc: 'category / file type of the object (wire alias: fileType)' },
+  copySource: { type: 'copySource', doc: 'source of a copy: {bucket, objectKey, versionId?}' },
+  resultingDeleteMarkerVersionId: { type: 'string', doc: 'version id of the delete marker (soft delete)' },
+  hardDeletedVersionId: { type: 'string', doc: 'version id truly removed (hard delete)' },
+  deletedObjects: {
+    type: 'deletedObjects',
+    doc: '1..1,000 entries {objectKey, resultingDeleteMarkerVersionId?, hardDeletedVersionId?}',
+  },
+  objectKeyPrefix: { type: 'string', doc: 'common key prefix' },
+  uploadId: { type: 'string', doc: 'multipart upload id' },
+  partNumber: { type: 'partNumber', doc: 'part number, 1..10,000' },
+  force: { type: 'boolean', doc: 'forced delete: bucket emptied first (Wasabi)' },
+} as const satisfies Record<string, { type: FieldType; doc: string }>;
+
+export type FieldName = keyof typeof FIELDS;
+
+/** Fields every kind carries. `eventId` is bucketmeter's own addition for exactly-once ingestion. */
+export const COMMON_FIELDS = {
+  action: { required: true, doc: 'event kind' },
+  timestamp: { required: true, doc: 'ISO 8601; stored as UTC whole seconds' },
+  provider: { required: true, doc: 'storage provider, a token [a-z0-9-]{1,32} (lowercased)' },
+  customerId: { required: false, doc: 'customer that caused the event' },
+  featureId: { required: false, doc: 'feature involved' },
+  clientType: { required: false, doc: 'type of client or device' },
+  clientId: { required: false, doc: 'client or device id' },
+  eventId: { required: false, doc: '1-128 printable ASCII characters; exactly once per tenant' },
+} as const;
+
+export type CommonFieldName = keyof typeof COMMON_FIELDS;
+
+interface KindSpec {
+  /** Stable numeric code stored in the database. Never renumber; only append. */
+  readonly code: number;
+  readonly group: 'object' | 'multipart' | 'global' | 'bucket' | 'simple-object';
+  readonly required: readonly FieldName[];
+  readonly optional: readonly FieldName[];
+  readonly doc: string;
+}
+
+const perBucket = (code: number, doc: string) =>
+  ({ code, group: 'bucket', required: ['bucket'], optional: [], doc }) as const;
+const perObject = (code: number, doc: string) =>
+  ({ code, group: 'simple-object', required: ['bucket', 'objectKey'], optional: ['versionId'], doc }) as const;
+const listing = (code: number, doc: string) =>
+  ({ code, group: 'bucket', required: ['bucket'], optional: ['objectKeyPrefix'], doc }) as const;
+
+export const KINDS = {
+  GetObject: {
+    code: 1, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    optional: ['versionId', 'isBillableEgress'], doc: 'object downloaded',
+  },
+  PutObject: {
+    code: 2, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    optional: ['versionId', 'objectCategory'], doc: 'object uploaded',
+  },
+  PostObject: {
+    code: 3, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    optional: ['versionId', 'objectCategory'], doc: 'object uploaded by form POST',
+  },
+  CopyObject: {
+    code: 4, group: 'object', required: ['bucket', 'objectKey'],
+    optional: ['versionId', 'copySource'], doc: 'object copied (destination fields)',
+  },
+  DeleteObject: {
+    code: 5, group: 'object', required: ['bucket', 'objectKey'],
+    optional: ['resultingDeleteMarkerVersionId', 'hardDeletedVersionId'], doc: 'object deleted',
+  },
+  DeleteObjects: {
+    code: 6, group: 'object', required: ['bucket', 'deletedObjects'],
+    optional: ['objectKeyPrefix'], doc: 'several objects deleted in one call',
+  },
+  CreateMultipartUpload: {
+    code: 7, group: 'multipart', required: ['bucket', 'objectKey', 'uploadId'],
+    optional: [], doc: 'multipart upload started',
+  },
+  CompleteMultipartUpload: {
+    code: 8, group: 'multipart', required: ['bucket', 'uploadId'],
+    optional: ['objectKey', 'versionId'], doc: 'multipart upload completed',
+  },
+  AbortMultipartUpload: {
+    code: 9, group: 'multipart', required: ['bucket', 'uploadId'],
+    optional: ['objectKey'], doc: 'multipart upload aborted',
+  },
+  UploadPart: {
+    code: 10, group: 'multipart', required: ['bucket', 'uploadId', 'partNumber', 'bytes'],
+    optional: ['objectKey'], doc: 'part uploaded',
+  },
+  UploadPartCopy: {
+    code: 11, group: 'multipart', required: ['bucket', 'uploadId', 'partNumber'],
+    optional: ['copySource', 'bytes'], doc: 'part copied from an existing object',
+  },
+  ListParts: {
+    code: 12, group: 'multipart', required: ['bucket', 'uploadId'],
+    optional: [], doc: 'parts of an upload listed',
+  },
+  ListMultipartUploads: {
+    code: 13, group: 'multipart', required: ['bucket'], optional: [], doc: 'uploads in progress listed',
+  },
+  ListBuckets: { code: 14, group: 'global', required: [], optional: [], doc: 'buckets listed' },
+  DeleteBucket: {
+    code: 15, group: 'bucket', required: ['bucket'], optional: ['force'], doc: 'bucket deleted',
+  },
+  HeadBucket: perBucket(16, 'bucket accessed'),
+  CreateBucket: perBucket(17, 'bucket created'),
+  GetBucketAcl: perBucket(18, 'bucket ACL retrieved'),
+  GetBucketCors: perBucket(19, 'bucket CORS configuration retrieved'),
+  GetBucketEncryption: perBucket(20, 'bucket encryption settings retrieved'),
+  GetBucketLocation: perBucket(21, 'bucket location retrieved'),
+  GetBucketVersioning: perBucket(22, 'bucket versioning retrieved'),
+  PutBucketAcl: perBucket(23, 'bucket ACL set'),
+  PutBucketCors: perBucket(24, 'bucket CORS configuration set'),
+  PutBucketEncryption: perBucket(25, 'bucket encryption settings set'),
+  DeleteBucketCors: perBucket(26, 'bucket CORS configuration deleted'),
+  DeleteBucketEncryption: perBucket(27, 'bucket encryption settings deleted'),
+  GetObjectLockConfiguration: perBucket(28, 'object-lock configuration retrieved'),
+  PutObjectLockConfiguration: perBucket(29, 'object-lock configuration set'),
+  ListObjectsV2: listing(30, 'objects listed'),
+  ListObjectVersions: listing(31, 'object versions listed'),
+  HeadObject: perObject(32, 'object accessed'),
+  GetObjectAcl: perObject(33, 'object ACL retrieved'),
+  PutObjectAcl: perObject(34, 'object ACL set'),
+  GetObjectRetention: perObject(35, 'object retention retrieved'),
+  PutObjectRetention: perObject(36, 'object retention set'),
+  GetObjectLegalHold: perObject(37, 'object legal hold retrieved'),
+  PutObjectLegalHold: perObject(38, 'object legal hold set'),
+  ListObjects: listing(39, 'objects listed (older API, not in spec 2.2)'),
+} as const satisfies Record<string, KindSpec>;
+
+export type ActionName = keyof typeof KINDS;
+
+export const ACTION_NAMES = Object.keys(KINDS) as ActionName[];
+
+const byCode = new Map<number, ActionName>(ACTION_NAMES.map((name) => [KINDS[name].code, name]));
+
+export function isActionName(value: unknown): value is ActionName {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(KINDS, value);
+}
+
+export function actionByCode(code: number): ActionName | undefined {
+  return byCode.get(code);
+}
+
+/** Wire aliases accepted and renamed during normalization. */
+export const FIELD_ALIASES = { bucketName: 'bucket', fileType: 'objectCategory' } as const satisfies Record<
+  string,
+  FieldName
+>;
+
+/** Names set by the server on output; a client may not send them. */
+export const RESERVED_FIELDS = ['receivedAt'] as const;
+
+// ---- Types derived from the catalogue ----
+
+export interface CopySource {
+  bucket: string;
+  objectKey: string;
+  versionId?: string;
+}
+
+export interface DeletedObject {
+  objectKey: string;
+  resultingDeleteMarkerVersionId?: string;
+  hardDeletedVersionId?: string;
+}
+
+interface FieldTypeMap {
+  string: string;
+  bytes: number;
+  partNumber: number;
+  boolean: boolean;
+  copySource: CopySource;
+  deletedObjects: DeletedObject[];
+}
+
+export type FieldValue<F extends FieldName> = FieldTypeMap[(typeof FIELDS)[F]['type']];
+
+type RequiredOf<K extends ActionName> = (typeof KINDS)[K]['required'][number];
+type OptionalOf<K extends ActionName> = (typeof KINDS)[K]['optional'][number];
+
+/** A normalized event of kind K: aliases resolved, absent optionals omitted, timestamp in epoch seconds. */
+export type EventOf<K extends ActionName> = {
+  action: K;
+  timestamp: number;
+  provider: string;
+  customerId?: string;
+  featureId?: string;
+  clientType?: string;
+  clientId?: string;
+  eventId?: string;
+  /** Unknown top-level fields the client sent, kept as they came. */
+  extra?: Record<string, unknown>;
+} & { [F in RequiredOf<K>]: FieldValue<F> } & { [F in OptionalOf<K>]?: FieldValue<F> };
+
+/** Any normalized event: the union over all kinds. */
+export type NormalizedEvent = { [K in ActionName]: EventOf<K> }[ActionName];
+
+/** The loose shape every normalized event fits; what stores read and write. */
+export interface EventRecord {
+  action: ActionName;
+  timestamp: number;
+  provider: string;
+  customerId?: string;
+  featureId?: string;
+  clientType?: string;
+  clientId?: string;
+  eventId?: string;
+  bucket?: string;
+  objectKey?: string;
+  versionId?: string;
+  bytes?: number;
+  isBillableEgress?: boolean;
+  objectCategory?: string;
+  copySource?: CopySource;
+  resultingDeleteMarkerVersionId?: string;
+  hardDeletedVersionId?: string;
+  deletedObjects?: DeletedObject[];
+  objectKeyPrefix?: string;
+  uploadId?: string;
+  partNumber?: number;
+  force?: boolean;
+  extra?: Record<string, unknown>;
+}

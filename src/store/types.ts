@@ -1,0 +1,149 @@
+/**
+ * The store contract: what the ingestion service needs from a database, and nothing more.
+ * Each backend (sqlite/, postgres/) implements it; test/store/contract.ts checks both the same way.
+ * Times are Unix epoch seconds throughout.
+ */
+import type { ActionName, EventRecord } from '../events/catalogue.js';
+import type { FieldError } from '../events/field-error.js';
+
+/** Server-assigned event ids start with this prefix; client eventIds may not (see validate.ts). */
+export const SERVER_EVENT_ID_PREFIX = 'bm-';
+
+export interface EventToStore {
+  tenantId: number;
+  receivedAt: number;
+  event: EventRecord;
+}
+
+export interface QuarantineInput {
+  tenantId: number;
+  receivedAt: number;
+  /** Error code from src/errors.ts, e.g. BM_ERR_EVENT_INVALID. */
+  code: string;
+  errors: FieldError[];
+  /** Route the input came in on, e.g. `POST /s3/batch`. */
+  source: string;
+  /** Position in the batch, when the input was one element of a batch. */
+  index?: number;
+  /** The input as received (the event's JSON, or the raw body), cut to the configured bound. */
+  body: Buffer;
+  truncated: boolean;
+}
+
+/** One atomic write: everything in it is committed together, or nothing is. */
+export interface CommitUnit {
+  events: EventToStore[];
+  quarantine: QuarantineInput[];
+  /** Quarantine entries that this unit's events replay, marked replayed in the same transaction. */
+  replayed?: { ids: number[]; at: number };
+}
+
+/**
+ * Outcome of one event of a unit, in the order of `unit.events`. `duplicate` means an event with the
+ * same (tenant, eventId) is already stored (earlier, or earlier in the same unit).
+ * Events without a client eventId are always stored and get a server-assigned, time-ordered id
+ * (SERVER_EVENT_ID_PREFIX + a fixed-width encoding of a never-reused sequence number).
+ */
+export interface EventOutcome {
+  eventId: string;
+  duplicate: boolean;
+}
+
+export interface StoredEvent extends EventRecord {
+  eventId: string;
+  receivedAt: number;
+}
+
+export interface EventQuery {
+  action?: ActionName;
+  customerId?: string;
+  /** Event timestamp lower bound, inclusive. */
+  from?: number;
+  /** Event timestamp upper bound, exclusive. */
+  to?: number;
+  /** 1..1000 */
+  limit: number;
+  /** Opaque cursor from a previous page's nextCursor. */
+  cursor?: string;
+}
+
+export interface EventPage {
+  /** Newest first (by arrival order). */
+  events: StoredEvent[];
+  nextCursor: string | null;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  tenantId: number;
+  tenantName: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface NewApiKey {
+  /** Public key id (shown by `keys list`, used by `keys revoke`). */
+  id: string;
+  /** Tenant name; the tenant is created if it does not exist. */
+  tenantName: string;
+  /** SHA-256 of the full key; the key itself is never stored. */
+  hash: Buffer;
+  createdAt: number;
+}
+
+export interface KeyStore {
+  create(key: NewApiKey): Promise<ApiKeyRecord>;
+  /** Creates the key only when no key exists at all (first start); atomic across processes. */
+  createIfNone(key: NewApiKey): Promise<ApiKeyRecord | undefined>;
+  /** The active (not revoked) key with this hash. */
+  findActiveByHash(hash: Buffer): Promise<ApiKeyRecord | undefined>;
+  list(): Promise<ApiKeyRecord[]>;
+  /** false when no such key, or already revoked. */
+  revoke(id: string, at: number): Promise<boolean>;
+}
+
+export interface QuarantineEntry extends QuarantineInput {
+  id: number;
+  tenantName: string;
+  replayedAt: number | null;
+}
+
+export interface QuarantineQuery {
+  tenantId?: number;
+  /** Entries with id greater than this (ascending id order). */
+  afterId?: number;
+  limit: number;
+  includeReplayed: boolean;
+}
+
+export interface QuarantineStore {
+  list(query: QuarantineQuery): Promise<QuarantineEntry[]>;
+  get(id: number): Promise<QuarantineEntry | undefined>;
+  /** Deletes entries received before `before`; returns how many. */
+  purgeBefore(before: number): Promise<number>;
+}
+
+export interface Store {
+  readonly backend: 'sqlite' | 'postgres';
+  /** Commits the unit durably (fsync / COMMIT returned) before resolving. Rejects with StoreUnavailableError on failure. */
+  commit(unit: CommitUnit): Promise<EventOutcome[]>;
+  listEvents(tenantId: number, query: EventQuery): Promise<EventPage>;
+  readonly keys: KeyStore;
+  readonly quarantine: QuarantineStore;
+  /** Resolves when the store can accept writes now; rejects otherwise. */
+  checkWritable(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Thrown by stores when the database cannot take the write (unreachable, disk full, locked...). */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Encodes a sequence number as a server event id whose string order is its numeric order. */
+export function serverEventId(seq: number | bigint): string {
+  return SERVER_EVENT_ID_PREFIX + seq.toString(36).padStart(13, '0');
+}
