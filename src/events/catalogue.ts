@@ -173,6 +173,9 @@ export const FIELD_ALIASES = { bucketName: 'bucket', fileType: 'objectCategory' 
   FieldName
 >;
 
+/** Values a field takes when the client leaves it absent (or sends null or ""). */
+export const FIELD_DEFAULTS = { isBillableEgress: true } as const satisfies { [F in FieldName]?: FieldValue<F> };
+
 /** Names set by the server on output; a client may not send them. */
 export const RESERVED_FIELDS = ['receivedAt'] as const;
 

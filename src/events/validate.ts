@@ -1,0 +1,289 @@
+/**
+ * Validation and normalization of one event, on the ingestion hot path. The kind's compiled schema
+ * (schemas.ts) decides what is valid; this module adds what a schema cannot say (the clock, alias
+ * agreement, unknown fields) and builds the normalized EventRecord. It never writes to its input,
+ * which is kept as received in quarantine when it fails.
+ */
+import {
+  ACTION_NAMES,
+  COMMON_FIELDS,
+  FIELD_ALIASES,
+  FIELD_DEFAULTS,
+  FIELDS,
+  KINDS,
+  RESERVED_FIELDS,
+  isActionName,
+} from './catalogue.js';
+import type { ActionName, CommonFieldName, EventRecord, FieldName } from './catalogue.js';
+import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
+import type { FieldError } from './field-error.js';
+import { OBJECT_MEMBERS, checkCommonSchema, checkKindSchema } from './schemas.js';
+import { formatTimestamp, parseTimestamp } from './timestamp.js';
+
+export interface EventValidatorOptions {
+  /** How far ahead of the server clock an event timestamp may be, in seconds. */
+  maxFutureSeconds: number;
+  /** Bound on JSON.stringify(event.extra), in bytes of UTF-8. */
+  maxExtraBytes: number;
+}
+
+export type ValidationResult = { ok: true; event: EventRecord } | { ok: false; errors: FieldError[] };
+
+export interface EventValidator {
+  /**
+   * Checks and normalizes one decoded JSON value. `nowSeconds` is the server clock (epoch seconds)
+   * that bounds future timestamps. Errors are sorted by path, one per path, at most MAX_FIELD_ERRORS.
+   */
+  validate(input: unknown, nowSeconds: number): ValidationResult;
+}
+
+export const MAX_FIELD_ERRORS = 50;
+
+/** Unknown fields are kept as sent, but only as deep as JSON.stringify can always serialize them. */
+export const MAX_EXTRA_DEPTH = 32;
+
+const KNOWN = 0;
+const FOREIGN = 1;
+const FORBIDDEN = 2;
+/** What a top-level name means for one kind; names not in the map are unknown (kept in `extra`). */
+type Role = typeof KNOWN | typeof FOREIGN | typeof FORBIDDEN;
+
+/** Names that could reach a prototype in careless code downstream, and names the server sets. */
+const FORBIDDEN_NAMES: readonly string[] = ['__proto__', 'constructor', 'prototype', ...RESERVED_FIELDS];
+
+const OPTIONAL_COMMON = (Object.keys(COMMON_FIELDS) as CommonFieldName[]).filter((name) => !COMMON_FIELDS[name].required);
+
+interface FieldPlan {
+  readonly name: FieldName;
+  readonly alias: string | undefined;
+  /** Copies a nested value without its absent members; undefined for plain values. */
+  readonly copy: ((value: unknown) => unknown) | undefined;
+  readonly fallback: unknown;
+}
+
+interface KindPlan {
+  readonly fields: readonly FieldPlan[];
+  readonly aliases: readonly (readonly [alias: string, target: FieldName])[];
+  readonly roles: ReadonlyMap<string, Role>;
+}
+
+function keepGiven(source: unknown, members: readonly string[]): Record<string, unknown> {
+  const from = source as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const member of members) {
+    const value = from[member];
+    if (isGiven(value)) copy[member] = value;
+  }
+  return copy;
+}
+
+const copySource = (value: unknown) => keepGiven(value, OBJECT_MEMBERS.copySource);
+const copyDeletedObjects = (value: unknown) =>
+  (value as unknown[]).map((entry) => keepGiven(entry, OBJECT_MEMBERS.deletedObjects));
+
+function planKind(action: ActionName): KindPlan {
+  const kind = KINDS[action];
+  const own: readonly FieldName[] = [...kind.required, ...kind.optional];
+  const aliases = Object.entries(FIELD_ALIASES).filter(([, target]) => own.includes(target));
+  const fields = own.map((name): FieldPlan => {
+    const type = FIELDS[name].type;
+    return {
+      name,
+      alias: aliases.find(([, target]) => target === name)?.[0],
+      copy: type === 'copySource' ? copySource : type === 'deletedObjects' ? copyDeletedObjects : undefined,
+      fallback: (FIELD_DEFAULTS as Partial<Record<FieldName, unknown>>)[name],
+    };
+  });
+  const roles = new Map<string, Role>();
+  for (const name of [...Object.keys(FIELDS), ...Object.keys(FIELD_ALIASES)]) roles.set(name, FOREIGN);
+  for (const name of [...Object.keys(COMMON_FIELDS), ...own, ...aliases.map(([alias]) => alias)]) roles.set(name, KNOWN);
+  for (const name of FORBIDDEN_NAMES) roles.set(name, FORBIDDEN);
+  return { fields, aliases, roles };
+}
+
+const PLANS = Object.fromEntries(ACTION_NAMES.map((action) => [action, planKind(action)])) as Record<ActionName, KindPlan>;
+
+export function createEventValidator(options: EventValidatorOptions): EventValidator {
+  const { maxFutureSeconds, maxExtraBytes } = options;
+  return {
+    validate(input, nowSeconds) {
+      if (!isPlainObject(input)) {
+        return invalid([
+          { path: '', message: 'an event must be a JSON object', expected: 'JSON object', received: describeReceived(input) },
+        ]);
+      }
+      const errors: FieldError[] = [];
+      const action = input.action;
+      const timestamp = typeof input.timestamp === 'string' ? parseTimestamp(input.timestamp) : undefined;
+      if (timestamp !== undefined && timestamp > nowSeconds + maxFutureSeconds) {
+        errors.push(futureError(input.timestamp, timestamp, nowSeconds, maxFutureSeconds));
+      }
+      if (!isActionName(action)) {
+        // Without a kind only the common fields can be checked; the client still learns of those.
+        errors.push(actionError(action));
+        checkCommonSchema(input, errors);
+        return invalid(errors);
+      }
+      const plan = PLANS[action];
+      checkKindSchema(action, input, errors);
+      for (const [alias, target] of plan.aliases) {
+        const aliasValue = input[alias];
+        const targetValue = input[target];
+        if (isGiven(aliasValue) && isGiven(targetValue) && aliasValue !== targetValue) {
+          errors.push({
+            path: `/${alias}`,
+            message: `${alias} (an alias of ${target}) differs from ${target}; send only one of them`,
+            expected: `the same value as ${target}: ${describeReceived(targetValue)}`,
+            received: describeReceived(aliasValue),
+          });
+        }
+      }
+      const extra = collectExtra(input, plan.roles, maxExtraBytes, errors);
+      if (errors.length > 0) return invalid(errors);
+
+      // The schema passed, so the fields below have their types and the timestamp parsed.
+      const event: EventRecord = { action, timestamp: timestamp as number, provider: (input.provider as string).toLowerCase() };
+      const fields = event as unknown as Record<string, unknown>;
+      for (const name of OPTIONAL_COMMON) {
+        const value = input[name];
+        if (isGiven(value)) fields[name] = value;
+      }
+      for (const field of plan.fields) {
+        let value = input[field.name];
+        if (!isGiven(value) && field.alias !== undefined) value = input[field.alias];
+        if (isGiven(value)) fields[field.name] = field.copy === undefined ? value : field.copy(value);
+        else if (field.fallback !== undefined) fields[field.name] = field.fallback;
+      }
+      if (extra !== undefined) event.extra = extra;
+      return { ok: true, event };
+    },
+  };
+}
+
+/** null and "" stand for "not given" wherever the catalogue names a field. */
+function isGiven(value: unknown): boolean {
+  return value !== undefined && value !== null && value !== '';
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The unknown top-level fields, as sent. Catalogue fields of other kinds count as unknown unless
+ * they are null or "" (clients send `versionId: ""` everywhere). Values are the input's own, not
+ * copies: copying arbitrary JSON on the hot path buys nothing while nobody writes to them.
+ */
+function collectExtra(
+  input: Record<string, unknown>,
+  roles: ReadonlyMap<string, Role>,
+  maxBytes: number,
+  errors: FieldError[],
+): Record<string, unknown> | undefined {
+  let extra: Record<string, unknown> | undefined;
+  for (const key of Object.keys(input)) {
+    const role = roles.get(key);
+    if (role === KNOWN) continue;
+    const value = input[key];
+    if (role === FORBIDDEN) {
+      errors.push(forbiddenError(key, value));
+    } else if (role === FOREIGN && !isGiven(value)) {
+      continue;
+    } else if (nestsDeeperThan(value, MAX_EXTRA_DEPTH)) {
+      errors.push({
+        path: `/${pointerToken(key)}`,
+        message: `${quoteExcerpt(key)} nests deeper than ${MAX_EXTRA_DEPTH} levels`,
+        expected: `a JSON value at most ${MAX_EXTRA_DEPTH} levels deep`,
+        received: describeReceived(value),
+      });
+    } else if (value !== undefined) {
+      // `__proto__` is forbidden above, so this assignment cannot reach a prototype.
+      (extra ??= {})[key] = value;
+    }
+  }
+  if (extra === undefined) return undefined;
+  const bytes = Buffer.byteLength(JSON.stringify(extra), 'utf8');
+  if (bytes > maxBytes) {
+    const names = Object.keys(extra);
+    const listed = names.slice(0, 3).map(quoteExcerpt).join(', ') + (names.length > 3 ? ', …' : '');
+    errors.push({
+      path: '',
+      message: `the unknown fields (${listed}) take ${bytes} bytes as JSON; at most ${maxBytes} are kept`,
+      expected: `unknown fields of at most ${maxBytes} bytes as JSON in total`,
+      received: `${bytes} bytes in ${names.length} unknown field${names.length === 1 ? '' : 's'}`,
+    });
+  }
+  return extra;
+}
+
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (levels === 0) return true;
+  for (const child of Array.isArray(value) ? value : Object.values(value)) {
+    if (nestsDeeperThan(child, levels - 1)) return true;
+  }
+  return false;
+}
+
+function forbiddenError(key: string, value: unknown): FieldError {
+  const reserved = (RESERVED_FIELDS as readonly string[]).includes(key);
+  return {
+    path: `/${key}`,
+    message: reserved ? `${key} is set by the server; a client may not send it` : `${key} cannot be used as a field name`,
+    expected: reserved ? `no ${key} field` : 'a field name other than __proto__, constructor or prototype',
+    received: describeReceived(value),
+  };
+}
+
+function futureError(value: unknown, seconds: number, nowSeconds: number, maxFutureSeconds: number): FieldError {
+  return {
+    path: '/timestamp',
+    message:
+      `timestamp is ${seconds - nowSeconds} seconds ahead of the server clock (${formatTimestamp(nowSeconds)}); ` +
+      `at most ${maxFutureSeconds} are accepted, so check the client's clock`,
+    expected: `at most ${formatTimestamp(nowSeconds + maxFutureSeconds)}`,
+    received: describeReceived(value),
+  };
+}
+
+const ACTION_EXPECTED = `one of the ${ACTION_NAMES.length} event kinds (${ACTION_NAMES.slice(0, 4).join(', ')}, …)`;
+const ACTION_BY_LOWERCASE = new Map(ACTION_NAMES.map((name) => [name.toLowerCase(), name]));
+
+function actionError(value: unknown): FieldError {
+  return { path: '/action', message: actionProblem(value), expected: ACTION_EXPECTED, received: describeReceived(value) };
+}
+
+function actionProblem(value: unknown): string {
+  if (value === undefined || value === null) return 'action is required';
+  if (typeof value !== 'string') return 'action must be a string naming the event kind';
+  if (value === '') return 'action must not be empty';
+  const near = ACTION_BY_LOWERCASE.get(value.toLowerCase());
+  const hint = near === undefined ? '' : `; did you mean ${near}? (kinds are case-sensitive)`;
+  return `action ${quoteExcerpt(value)} is not one of the ${ACTION_NAMES.length} event kinds${hint}`;
+}
+
+/** One error per path (the first found), sorted by path, at most MAX_FIELD_ERRORS. */
+function invalid(errors: FieldError[]): { ok: false; errors: FieldError[] } {
+  const byPath = new Map<string, FieldError>();
+  for (const error of errors) if (!byPath.has(error.path)) byPath.set(error.path, error);
+  const sorted = [...byPath.values()].sort((a, b) => comparePointers(a.path, b.path));
+  return { ok: false, errors: sorted.slice(0, MAX_FIELD_ERRORS) };
+}
+
+const INDEX = /^(0|[1-9][0-9]*)$/;
+
+/** Token by token, array indices by number: `/deletedObjects/2` before `/deletedObjects/10`. */
+function comparePointers(a: string, b: string): number {
+  const left = a.split('/');
+  const right = b.split('/');
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    const x = left[i]!;
+    const y = right[i]!;
+    if (x === y) continue;
+    if (INDEX.test(x) && INDEX.test(y)) return Number(x) - Number(y);
+    return x < y ? -1 : 1;
+  }
+  return left.length - right.length;
+}
