@@ -1,0 +1,38 @@
+/** Opening a SQLite connection with the settings every bucketmeter connection needs. */
+import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../types.js';
+
+export type Connection = Database.Database;
+
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+export function openConnection(path: string, busyTimeoutMs: number): Connection {
+  const db = new Database(path);
+  try {
+    // First, so that the journal-mode switch below waits for other connections instead of failing.
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    db.pragma('journal_mode = WAL');
+    // FULL: in WAL mode every COMMIT fsyncs the WAL, so a resolved commit survives a crash or power loss.
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/** The error code of a SQLite error (e.g. SQLITE_FULL), if it is one. */
+export function sqliteCode(err: unknown): string | undefined {
+  return err instanceof Database.SqliteError ? err.code : undefined;
+}
+
+/**
+ * A constraint violation is the caller's mistake (e.g. a duplicate key id) and keeps its error; any
+ * other SQLite failure (disk full, I/O error, locked, read-only...) means the store cannot serve now.
+ */
+export function toStoreError(what: string, err: unknown): unknown {
+  const code = sqliteCode(err);
+  if (code === undefined || code.startsWith('SQLITE_CONSTRAINT')) return err;
+  return new StoreUnavailableError(`SQLite ${what} failed: ${code}`, { cause: err });
+}

@@ -1,0 +1,2 @@
+export { SqliteStore, openSqliteStore } from './store.js';
+export type { ConnectionSettings, SqliteStoreOptions } from './store.js';

@@ -1,0 +1,97 @@
+/**
+ * The SQLite schema, as numbered steps. A step, once released, is never edited: change the schema by
+ * appending a step. migrate.ts applies the steps newer than the database's version at open.
+ */
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE tenants (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  tenant_id INTEGER NOT NULL REFERENCES tenants (id),
+  hash BLOB NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL,
+  revoked_at INTEGER
+) STRICT;
+
+-- One dictionary for every dictionary-encoded field (row.ts DICT_FIELDS). Rows are never deleted or
+-- changed, so an id, once committed, means the same value for ever (readers and the writer cache it).
+CREATE TABLE dict (
+  id INTEGER PRIMARY KEY,
+  value TEXT NOT NULL UNIQUE
+) STRICT;
+
+-- Named counters. event_seq is the last event seq handed out: seqs come from here, not from max(rowid),
+-- so deleting the newest events can never make a server event id be reused.
+CREATE TABLE counters (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('event_seq', 0);
+
+-- seq is the arrival order and the rowid. received_after is received_at - timestamp: usually a few
+-- seconds, so one or two bytes where an epoch takes four (bytes per event is what this table is about).
+-- Column order: typed columns of row.ts, then the client eventId and the JSON rest (both usually NULL).
+CREATE TABLE events (
+  seq INTEGER PRIMARY KEY,
+  tenant INTEGER NOT NULL,
+  timestamp INTEGER NOT NULL,
+  received_after INTEGER NOT NULL,
+  action INTEGER NOT NULL,
+  provider INTEGER NOT NULL,
+  customer INTEGER,
+  feature INTEGER,
+  client_type INTEGER,
+  client_id INTEGER,
+  bucket INTEGER,
+  object_category INTEGER,
+  object_key TEXT,
+  version_id TEXT,
+  upload_id TEXT,
+  bytes INTEGER,
+  part_number INTEGER,
+  billable INTEGER,
+  event_id TEXT,
+  rest TEXT
+) STRICT;
+
+CREATE INDEX events_tenant_time ON events (tenant, timestamp);
+-- Partial: events without a customer cost nothing here, and "customer = ?" implies the WHERE.
+CREATE INDEX events_tenant_customer_time ON events (tenant, customer, timestamp) WHERE customer IS NOT NULL;
+-- Exactly-once for client event ids, for as long as the events are kept; server-id rows are not indexed.
+CREATE UNIQUE INDEX events_tenant_event_id ON events (tenant, event_id) WHERE event_id IS NOT NULL;
+
+-- AUTOINCREMENT: quarantine ids are handed to operators and replay tools, and purging the newest
+-- entries must not let an id be reused.
+CREATE TABLE quarantine (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant INTEGER NOT NULL,
+  received_at INTEGER NOT NULL,
+  code TEXT NOT NULL,
+  errors TEXT NOT NULL,
+  source TEXT NOT NULL,
+  batch_index INTEGER,
+  body BLOB NOT NULL,
+  truncated INTEGER NOT NULL,
+  replayed_at INTEGER
+) STRICT;
+
+CREATE INDEX quarantine_tenant ON quarantine (tenant, id);
+CREATE INDEX quarantine_received ON quarantine (received_at);
+`,
+  },
+];

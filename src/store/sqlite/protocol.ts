@@ -1,0 +1,29 @@
+/** Messages between the store (main thread) and its writer thread. */
+import type { PackedUnit } from './layout.js';
+
+export interface WriterData {
+  path: string;
+  busyTimeoutMs: number;
+}
+
+export type WriterCommand =
+  | { type: 'commit'; unit: PackedUnit }
+  /** Commits a tiny write: the writer can write now. */
+  | { type: 'check' }
+  | { type: 'purgeQuarantine'; before: number }
+  /** Runs `PRAGMA <source>` on the writer's connection; the result as `simple` gives it. */
+  | { type: 'pragma'; source: string }
+  | { type: 'close' };
+
+export type WriterRequest = WriterCommand & { id: number };
+
+export type WriterResult =
+  /** Per event of the unit: its seq, or 0 for a duplicate. */
+  | Float64Array<ArrayBuffer>
+  | number
+  | string
+  | null;
+
+export type WriterResponse =
+  | { id: number; ok: true; result: WriterResult }
+  | { id: number; ok: false; error: { message: string; code: string | undefined } };

@@ -1,0 +1,232 @@
+/**
+ * The writer thread: owns the connection that commits, so the WAL fsync of every commit happens off
+ * the main event loop. Requests are handled one at a time, in the order they were sent.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
+import { openConnection, sqliteCode } from './connection.js';
+import type { Connection } from './connection.js';
+import {
+  FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, N_ACTION, N_BILLABLE, N_INTS,
+  N_RECEIVED_AT, N_TENANT, N_TIMESTAMP, NUMS_PER_EVENT, STRS_PER_EVENT, S_EVENT_ID, S_REST, S_TEXTS,
+} from './layout.js';
+import type { PackedUnit } from './layout.js';
+import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
+
+/** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
+const DICT_CACHE_LIMIT = 200_000;
+
+const FIXED_COLUMNS = ['seq', 'tenant', 'timestamp', 'received_after', 'action'];
+const EVENT_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS];
+const A_DICT = FIXED_COLUMNS.length + F_DICT;
+const A_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
+const A_INTS = FIXED_COLUMNS.length + F_INTS;
+const A_BILLABLE = FIXED_COLUMNS.length + F_BILLABLE;
+const A_EVENT_ID = FIXED_COLUMNS.length + F_EVENT_ID;
+const A_REST = FIXED_COLUMNS.length + F_REST;
+
+const INSERT_EVENT = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`;
+
+function prepare(db: Connection) {
+  return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    // Rewrites a row unchanged: a real write, so the probe goes through the WAL append and fsync.
+    probe: db.prepare("UPDATE counters SET value = value WHERE name = 'event_seq'"),
+    lastSeq: db.prepare("SELECT value FROM counters WHERE name = 'event_seq'").pluck(),
+    setLastSeq: db.prepare("UPDATE counters SET value = ? WHERE name = 'event_seq'"),
+    dictFind: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
+    dictAdd: db.prepare('INSERT INTO dict (value) VALUES (?)'),
+    insert: db.prepare(INSERT_EVENT),
+    // A duplicate (tenant, event_id), stored earlier or earlier in this unit, inserts nothing.
+    insertOnce: db.prepare(`${INSERT_EVENT} ON CONFLICT (tenant, event_id) WHERE event_id IS NOT NULL DO NOTHING`),
+    quarantineAdd: db.prepare(
+      `INSERT INTO quarantine (tenant, received_at, code, errors, source, batch_index, body, truncated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // The first replay's time is kept.
+    replayed: db.prepare('UPDATE quarantine SET replayed_at = ? WHERE id = ? AND replayed_at IS NULL'),
+    purgeQuarantine: db.prepare('DELETE FROM quarantine WHERE received_at < ?'),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+
+class Writer {
+  #db: Connection | undefined;
+  #statements: Statements | undefined;
+  /** value → id of committed dictionary rows only (see commit's rollback handling). */
+  readonly #dict = new Map<string, number>();
+
+  constructor(private readonly data: WriterData) {}
+
+  commit(unit: PackedUnit): Float64Array<ArrayBuffer> {
+    const s = this.#open();
+    if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
+    const { count, nums, strs } = unit;
+    const seqs = new Float64Array(count);
+    // Dictionary values first inserted by this unit: their ids vanish if the unit rolls back.
+    const added: string[] = [];
+    const args = new Array<unknown>(EVENT_COLUMNS.length);
+    try {
+      s.begin.run();
+      let seq = s.lastSeq.get() as number;
+      for (let i = 0; i < count; i++) {
+        const n = i * NUMS_PER_EVENT;
+        const o = i * STRS_PER_EVENT;
+        const timestamp = nums[n + N_TIMESTAMP]!;
+        args[0] = seq + 1;
+        args[1] = nums[n + N_TENANT];
+        args[2] = timestamp;
+        args[3] = nums[n + N_RECEIVED_AT]! - timestamp;
+        args[4] = nums[n + N_ACTION];
+        for (let f = 0; f < DICT_FIELDS.length; f++) args[A_DICT + f] = this.#dictId(s, strs[o + f] ?? null, added);
+        for (let f = 0; f < TEXT_FIELDS.length; f++) args[A_TEXTS + f] = strs[o + S_TEXTS + f];
+        for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
+        args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
+        const eventId = strs[o + S_EVENT_ID] ?? null;
+        args[A_EVENT_ID] = eventId;
+        args[A_REST] = strs[o + S_REST];
+        if (eventId === null) {
+          s.insert.run(args);
+          seqs[i] = ++seq;
+        } else if (s.insertOnce.run(args).changes === 1) {
+          seqs[i] = ++seq;
+        } // else a duplicate: seqs[i] stays 0
+      }
+      for (const q of unit.quarantine) {
+        const body = Buffer.from(q.body.buffer, q.body.byteOffset, q.body.byteLength);
+        s.quarantineAdd.run(q.tenantId, q.receivedAt, q.code, q.errors, q.source, q.index, body, q.truncated ? 1 : 0);
+      }
+      if (unit.replayed !== null) {
+        for (const id of unit.replayed.ids) s.replayed.run(unit.replayed.at, id);
+      }
+      s.setLastSeq.run(seq);
+      s.commit.run();
+      return seqs;
+    } catch (err) {
+      for (const value of added) this.#dict.delete(value);
+      this.#reset();
+      throw err;
+    }
+  }
+
+  /** A tiny durable write: the lock can be taken, and the file written and synced. */
+  check(): null {
+    const s = this.#open();
+    try {
+      s.begin.run();
+      s.probe.run();
+      s.commit.run();
+      return null;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  purgeQuarantine(before: number): number {
+    const s = this.#open();
+    try {
+      return s.purgeQuarantine.run(before).changes;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  pragma(source: string): number | string | null {
+    this.#open();
+    try {
+      return this.#db!.pragma(source, { simple: true }) as number | string | null;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  close(): null {
+    this.#reset();
+    return null;
+  }
+
+  #dictId(s: Statements, value: string | null, added: string[]): number | null {
+    if (value === null) return null;
+    let id = this.#dict.get(value);
+    if (id === undefined) {
+      id = s.dictFind.get(value) as number | undefined;
+      if (id === undefined) {
+        id = Number(s.dictAdd.run(value).lastInsertRowid);
+        added.push(value);
+      }
+      this.#dict.set(value, id);
+    }
+    return id;
+  }
+
+  #open(): Statements {
+    if (this.#statements !== undefined) return this.#statements;
+    const db = openConnection(this.data.path, this.data.busyTimeoutMs);
+    try {
+      // Index pages of the two event indexes are touched all over; a larger cache saves re-reads.
+      db.pragma('cache_size = -32768');
+      // A unit dirties index pages all over the file. Checkpointing every 10,000 pages (40 MB) rather
+      // than 1,000 copies each page to the database once for many commits instead of every few, and
+      // this thread is the only one that checkpoints. The WAL file is cut back to 64 MB after a reset.
+      db.pragma('wal_autocheckpoint = 10000');
+      db.pragma('journal_size_limit = 67108864');
+      this.#statements = prepare(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#db = db;
+    return this.#statements;
+  }
+
+  /**
+   * After a failure the connection is closed (which rolls back whatever is open) and reopened by the
+   * next request: whatever state the error left it in (I/O error, disk full), the next try starts clean.
+   */
+  #reset(): void {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#statements = undefined;
+    try {
+      db?.close();
+    } catch {
+      // Closing is best effort here: the handle is dropped either way.
+    }
+  }
+}
+
+function handle(writer: Writer, request: WriterRequest): WriterResult {
+  switch (request.type) {
+    case 'commit':
+      return writer.commit(request.unit);
+    case 'check':
+      return writer.check();
+    case 'purgeQuarantine':
+      return writer.purgeQuarantine(request.before);
+    case 'pragma':
+      return writer.pragma(request.source);
+    case 'close':
+      return writer.close();
+  }
+}
+
+const port = parentPort!;
+const writer = new Writer(workerData as WriterData);
+port.on('message', (request: WriterRequest) => {
+  let response: WriterResponse;
+  try {
+    const result = handle(writer, request);
+    response = { id: request.id, ok: true, result };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    response = { id: request.id, ok: false, error: { message, code: sqliteCode(err) } };
+  }
+  port.postMessage(response, response.ok && response.result instanceof Float64Array ? [response.result.buffer] : []);
+});

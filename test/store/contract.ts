@@ -1,0 +1,498 @@
+/**
+ * The store contract, as tests every backend runs (test/store/<backend>.test.ts calls storeContract).
+ * The database may hold other data and other suites may use it at the same time: every test works
+ * in tenants of its own (random names) and asserts only about what it wrote.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { ACTION_NAMES, KINDS } from '../../src/events/catalogue.js';
+import type { ActionName, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
+import type { FieldError } from '../../src/events/field-error.js';
+import { InvalidCursorError, SERVER_EVENT_ID_PREFIX, StoreUnavailableError } from '../../src/store/types.js';
+import type {
+  ApiKeyRecord, CommitUnit, EventOutcome, EventQuery, EventToStore, QuarantineEntry, QuarantineInput, Store,
+  StoredEvent,
+} from '../../src/store/types.js';
+
+export interface OpenedStore {
+  store: Store;
+  /** Closes the store (if still open) and removes whatever open() created. */
+  cleanup(): Promise<void>;
+}
+
+export interface ContractOptions {
+  /** Test title → why this backend skips it. */
+  skip?: Record<string, string>;
+}
+
+/** 2024-05-01T00:00:00Z: event times in these tests sit around it. */
+export const T0 = 1_714_521_600;
+
+/** A concrete value for every kind-specific field: strings carry the kind, to catch rows mixed up. */
+function fieldValue(field: FieldName, kind: ActionName): unknown {
+  const values: { [K in FieldName]: FieldValue<K> } = {
+    bucket: `photos-eu-${kind}`,
+    objectKey: `albums/2024/été/日本-${kind}.jpg`,
+    versionId: `3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY-${kind}`,
+    bytes: Number.MAX_SAFE_INTEGER,
+    isBillableEgress: false,
+    objectCategory: `image-${kind}`,
+    copySource: { bucket: 'photos-us', objectKey: `albums/source-${kind}.jpg`, versionId: 'v-source-1' },
+    resultingDeleteMarkerVersionId: `dm-${kind}`,
+    hardDeletedVersionId: `hd-${kind}`,
+    deletedObjects: [
+      { objectKey: 'a.txt', resultingDeleteMarkerVersionId: 'dm-a' },
+      { objectKey: 'b.txt', hardDeletedVersionId: 'hd-b' },
+      { objectKey: 'c/ü.txt' },
+    ],
+    objectKeyPrefix: `albums/${kind}/`,
+    uploadId: `upload-${kind}-VXBsb2FkSWQ`,
+    partNumber: 10000,
+    force: true,
+  };
+  return values[field];
+}
+
+/** An event of `kind` with every field the catalogue allows it, and unknown extra fields. */
+export function fullEvent(kind: ActionName, timestamp: number, eventId?: string): EventRecord {
+  const event: Record<string, unknown> = {
+    action: kind,
+    timestamp,
+    provider: 'wasabi',
+    customerId: `customer-${kind}`,
+    featureId: 'feature-sync',
+    clientType: 'desktop',
+    clientId: `device-${kind}`,
+    extra: { serviceId: 'svc-9', x: 'an extra named x', nested: { list: [1, 'two', null, 3.5], on: true }, emoji: 'ü😀' },
+  };
+  if (eventId !== undefined) event.eventId = eventId;
+  for (const field of [...KINDS[kind].required, ...KINDS[kind].optional]) event[field] = fieldValue(field, kind);
+  return event as unknown as EventRecord;
+}
+
+/** An event of `kind` with its required fields only. */
+export function minimalEvent(kind: ActionName, timestamp: number): EventRecord {
+  const event: Record<string, unknown> = { action: kind, timestamp, provider: 'aws' };
+  for (const field of KINDS[kind].required) event[field] = fieldValue(field, kind);
+  return event as unknown as EventRecord;
+}
+
+/** A small GetObject, the bulk of real traffic. */
+export function getObject(timestamp: number, fields: Partial<EventRecord> = {}): EventRecord {
+  return { action: 'GetObject', timestamp, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, isBillableEgress: true, ...fields };
+}
+
+export async function newTenant(store: Store): Promise<ApiKeyRecord> {
+  return store.keys.create({
+    id: `key_${randomBytes(8).toString('hex')}`,
+    tenantName: `tenant-${randomUUID()}`,
+    hash: randomBytes(32),
+    createdAt: T0,
+  });
+}
+
+const at = (tenantId: number, receivedAt: number, event: EventRecord): EventToStore => ({ tenantId, receivedAt, event });
+
+const unit = (events: EventToStore[], quarantine: QuarantineInput[] = [], replayed?: CommitUnit['replayed']): CommitUnit =>
+  replayed === undefined ? { events, quarantine } : { events, quarantine, replayed };
+
+/** What listEvents returns for a committed event. */
+const stored = (e: EventToStore, outcome: EventOutcome): StoredEvent => ({ ...e.event, eventId: outcome.eventId, receivedAt: e.receivedAt });
+
+/** Every event of a tenant matching the query, newest first, walking all pages. */
+export async function listAll(store: Store, tenantId: number, query: Omit<EventQuery, 'limit' | 'cursor'> = {}, limit = 1000): Promise<StoredEvent[]> {
+  const all: StoredEvent[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await store.listEvents(tenantId, cursor === undefined ? { ...query, limit } : { ...query, limit, cursor });
+    all.push(...page.events);
+    if (page.nextCursor === null) return all;
+    cursor = page.nextCursor;
+  }
+}
+
+const ids = (events: { eventId: string }[]): string[] => events.map((e) => e.eventId);
+
+const fieldErrors: FieldError[] = [
+  { path: '/bytes', message: 'must be a non-negative integer', expected: 'integer ≥ 0', received: 'string "12"' },
+  { path: '', message: 'unknown action', expected: 'one of the catalogue kinds', received: 'string "Unknown"' },
+];
+
+export function storeContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions = {}): void {
+  describe(`store contract: ${name}`, () => {
+    const titles = new Set<string>();
+    let opened: OpenedStore | undefined;
+    before(async () => {
+      opened = await open();
+    });
+    after(async () => {
+      await opened?.cleanup();
+    });
+
+    const test = (title: string, run: (store: Store) => Promise<void>): void => {
+      titles.add(title);
+      it(title, { skip: options.skip?.[title] ?? false }, () => run(opened!.store));
+    };
+
+    test('an empty unit commits', async (store) => {
+      assert.deepEqual(await store.commit(unit([])), []);
+    });
+
+    test('an event of every kind, with every field, comes back exactly', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const events = ACTION_NAMES.map((kind, i) => at(tenantId, T0 + 100 + i, fullEvent(kind, T0 + i, `full-${kind}-${randomUUID()}`)));
+      const outcomes = await store.commit(unit(events));
+      assert.deepEqual(outcomes, events.map((e) => ({ eventId: e.event.eventId, duplicate: false })));
+      const expected = events.map((e, i) => stored(e, outcomes[i]!)).reverse();
+      assert.deepEqual((await store.listEvents(tenantId, { limit: 1000 })).events, expected);
+      // Spot checks of what must survive: the largest safe integer, non-ASCII text, JSON-column fields.
+      const deleteObjects = expected.find((e) => e.action === 'DeleteObjects')!;
+      assert.equal(deleteObjects.deletedObjects?.[2]?.objectKey, 'c/ü.txt');
+      assert.equal(expected.find((e) => e.action === 'GetObject')!.bytes, 9_007_199_254_740_991);
+      assert.equal(expected.find((e) => e.action === 'GetObject')!.isBillableEgress, false);
+      assert.equal(expected.find((e) => e.action === 'PutObject')!.objectKey, 'albums/2024/été/日本-PutObject.jpg');
+    });
+
+    test('an event of every kind, with required fields only, comes back without the others', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const events = ACTION_NAMES.map((kind, i) => at(tenantId, T0 + 1, minimalEvent(kind, T0 + i)));
+      const outcomes = await store.commit(unit(events));
+      const listed = (await store.listEvents(tenantId, { limit: 1000 })).events;
+      assert.deepEqual(listed, events.map((e, i) => stored(e, outcomes[i]!)).reverse());
+      const listBuckets = listed.find((e) => e.action === 'ListBuckets')!;
+      assert.deepEqual(Object.keys(listBuckets).sort(), ['action', 'eventId', 'provider', 'receivedAt', 'timestamp']);
+    });
+
+    test('server ids are unique and increase with arrival, across units and tenants', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      const first = [at(a.tenantId, T0, getObject(T0 + 50)), at(b.tenantId, T0, getObject(T0 + 10)), at(a.tenantId, T0, getObject(T0))];
+      const second = [at(b.tenantId, T0 + 1, getObject(T0 - 100)), at(a.tenantId, T0 + 1, getObject(T0 + 1))];
+      const outcomes = [...(await store.commit(unit(first))), ...(await store.commit(unit(second)))];
+      const serverIds = ids(outcomes);
+      for (const outcome of outcomes) {
+        assert.equal(outcome.duplicate, false);
+        assert.ok(outcome.eventId.startsWith(SERVER_EVENT_ID_PREFIX), outcome.eventId);
+      }
+      assert.equal(new Set(serverIds).size, serverIds.length);
+      assert.deepEqual([...serverIds].sort(), serverIds, 'string order is arrival order');
+      // Newest first by arrival, whatever the event timestamps say.
+      assert.deepEqual(ids((await store.listEvents(a.tenantId, { limit: 10 })).events), [serverIds[4], serverIds[2], serverIds[0]]);
+      assert.deepEqual(ids((await store.listEvents(b.tenantId, { limit: 10 })).events), [serverIds[3], serverIds[1]]);
+    });
+
+    test('a duplicate eventId inside one unit is reported and stored once', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const id = `dup-${randomUUID()}`;
+      const outcomes = await store.commit(
+        unit([at(tenantId, T0, getObject(T0, { eventId: id, bytes: 1 })), at(tenantId, T0, getObject(T0, { eventId: id, bytes: 2 })), at(tenantId, T0, getObject(T0))]),
+      );
+      assert.deepEqual(outcomes.slice(0, 2), [{ eventId: id, duplicate: false }, { eventId: id, duplicate: true }]);
+      assert.equal(outcomes[2]!.duplicate, false);
+      const listed = (await store.listEvents(tenantId, { limit: 10 })).events;
+      assert.deepEqual(ids(listed), [outcomes[2]!.eventId, id]);
+      assert.equal(listed[1]!.bytes, 1, 'the first one is kept');
+    });
+
+    test('a duplicate eventId across units is reported and not stored again', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const id = `dup-${randomUUID()}`;
+      const other = `other-${randomUUID()}`;
+      assert.deepEqual(await store.commit(unit([at(tenantId, T0, getObject(T0, { eventId: id, bytes: 1 }))])), [{ eventId: id, duplicate: false }]);
+      const outcomes = await store.commit(unit([at(tenantId, T0 + 9, getObject(T0 + 9, { eventId: id, bytes: 2 })), at(tenantId, T0 + 9, getObject(T0, { eventId: other }))]));
+      assert.deepEqual(outcomes, [{ eventId: id, duplicate: true }, { eventId: other, duplicate: false }]);
+      const listed = (await store.listEvents(tenantId, { limit: 10 })).events;
+      assert.deepEqual(ids(listed), [other, id]);
+      assert.equal(listed[1]!.bytes, 1);
+      assert.equal(listed[1]!.receivedAt, T0);
+    });
+
+    test('the same eventId in two tenants is two events', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      const id = `shared-${randomUUID()}`;
+      const outcomes = await store.commit(unit([at(a.tenantId, T0, getObject(T0, { eventId: id, bytes: 1 })), at(b.tenantId, T0, getObject(T0, { eventId: id, bytes: 2 }))]));
+      assert.deepEqual(outcomes, [{ eventId: id, duplicate: false }, { eventId: id, duplicate: false }]);
+      assert.deepEqual((await store.listEvents(a.tenantId, { limit: 10 })).events.map((e) => e.bytes), [1]);
+      assert.deepEqual((await store.listEvents(b.tenantId, { limit: 10 })).events.map((e) => e.bytes), [2]);
+    });
+
+    test('concurrent commits all land, and a contested eventId is stored once', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const id = `contested-${randomUUID()}`;
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, u) =>
+          store.commit(unit([...Array.from({ length: 10 }, (_, i) => at(tenantId, T0, getObject(T0 + i, { bytes: u }))), at(tenantId, T0, getObject(T0, { eventId: id }))])),
+        ),
+      );
+      const contested = results.map((outcomes) => outcomes[10]!);
+      assert.equal(contested.filter((o) => !o.duplicate).length, 1);
+      const serverIds = results.flatMap((outcomes) => ids(outcomes.slice(0, 10)));
+      assert.equal(new Set(serverIds).size, 80);
+      const listed = await listAll(store, tenantId);
+      assert.equal(listed.length, 81);
+      assert.deepEqual(new Set(ids(listed)), new Set([...serverIds, id]));
+    });
+
+    test('listEvents shows a tenant its own events only', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      const empty = await newTenant(store);
+      const outcomes = await store.commit(unit([at(a.tenantId, T0, getObject(T0)), at(b.tenantId, T0, getObject(T0)), at(a.tenantId, T0, getObject(T0))]));
+      assert.deepEqual(ids((await store.listEvents(a.tenantId, { limit: 10 })).events), [outcomes[2]!.eventId, outcomes[0]!.eventId]);
+      assert.deepEqual(ids((await store.listEvents(b.tenantId, { limit: 10 })).events), [outcomes[1]!.eventId]);
+      assert.deepEqual(await store.listEvents(empty.tenantId, { limit: 10 }), { events: [], nextCursor: null });
+      assert.deepEqual(await store.listEvents(empty.tenantId, { limit: 10, customerId: 'c1', from: T0, to: T0 + 1 }), { events: [], nextCursor: null });
+    });
+
+    describe('filters', () => {
+      // 24 events: actions alternate, customers cycle c1, c2, none; timestamps T0 .. T0+23 in a shuffled arrival order.
+      const shape = Array.from({ length: 24 }, (_, i) => ({
+        action: (i % 2 === 0 ? 'GetObject' : 'PutObject') as ActionName,
+        customerId: [`c1`, `c2`, undefined][i % 3],
+        timestamp: T0 + ((i * 7) % 24),
+      }));
+      let tenantId = 0;
+      let all: StoredEvent[] = [];
+      const fill = async (store: Store): Promise<void> => {
+        if (tenantId !== 0) return;
+        const tenant = await newTenant(store);
+        const suffix = randomUUID();
+        const events = shape.map((s, i) => {
+          const event = s.action === 'GetObject' ? getObject(s.timestamp) : { ...minimalEvent('PutObject', s.timestamp), bytes: i };
+          if (s.customerId !== undefined) event.customerId = `${s.customerId}-${suffix}`;
+          return at(tenant.tenantId, T0 + 100, event);
+        });
+        const outcomes = await store.commit(unit(events));
+        tenantId = tenant.tenantId;
+        all = events.map((e, i) => stored(e, outcomes[i]!)).reverse();
+      };
+      const check = async (store: Store, query: Omit<EventQuery, 'limit'>, keep: (e: StoredEvent) => boolean, atLeast = 1): Promise<void> => {
+        const expected = all.filter(keep);
+        assert.ok(expected.length >= atLeast, 'the filter is tested on some events');
+        assert.deepEqual(await store.listEvents(tenantId, { ...query, limit: 1000 }), { events: expected, nextCursor: null });
+      };
+
+      test('filter by action', async (store) => {
+        await fill(store);
+        await check(store, { action: 'PutObject' }, (e) => e.action === 'PutObject', 12);
+        await check(store, { action: 'ListBuckets' }, () => false, 0);
+      });
+
+      test('filter by customerId', async (store) => {
+        await fill(store);
+        const c1 = all.find((e) => e.customerId?.startsWith('c1-'))!.customerId!;
+        await check(store, { customerId: c1 }, (e) => e.customerId === c1, 8);
+        await check(store, { customerId: `never-seen-${randomUUID()}` }, () => false, 0);
+      });
+
+      test('filter by from (inclusive) and to (exclusive)', async (store) => {
+        await fill(store);
+        await check(store, { from: T0 + 20 }, (e) => e.timestamp >= T0 + 20, 4);
+        await check(store, { to: T0 + 3 }, (e) => e.timestamp < T0 + 3, 3);
+        await check(store, { from: T0 + 5, to: T0 + 9 }, (e) => e.timestamp >= T0 + 5 && e.timestamp < T0 + 9, 4);
+        await check(store, { from: T0 + 5, to: T0 + 5 }, () => false, 0);
+      });
+
+      test('filters combine', async (store) => {
+        await fill(store);
+        const c2 = all.find((e) => e.customerId?.startsWith('c2-'))!.customerId!;
+        await check(store, { action: 'GetObject', customerId: c2, from: T0 + 2, to: T0 + 22 }, (e) => e.action === 'GetObject' && e.customerId === c2 && e.timestamp >= T0 + 2 && e.timestamp < T0 + 22, 2);
+        await check(store, { customerId: c2, from: T0 + 10 }, (e) => e.customerId === c2 && e.timestamp >= T0 + 10, 2);
+        await check(store, { action: 'PutObject', to: T0 + 12 }, (e) => e.action === 'PutObject' && e.timestamp < T0 + 12, 2);
+      });
+    });
+
+    test('pagination walks every event once, newest first, with or without filters', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const events = Array.from({ length: 23 }, (_, i) => at(tenantId, T0, getObject(T0 + (i % 5), { customerId: i % 2 === 0 ? 'even' : 'odd' })));
+      const outcomes = [...(await store.commit(unit(events.slice(0, 10)))), ...(await store.commit(unit(events.slice(10))))];
+      const newestFirst = ids(outcomes).reverse();
+      const pages: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listEvents(tenantId, cursor === undefined ? { limit: 5 } : { limit: 5, cursor });
+        pages.push(ids(page.events));
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+      assert.deepEqual(pages.map((p) => p.length), [5, 5, 5, 5, 3]);
+      assert.deepEqual(pages.flat(), newestFirst);
+      assert.deepEqual(ids(await listAll(store, tenantId, {}, 1)), newestFirst);
+      const evenIds = newestFirst.filter((_, i) => (22 - i) % 2 === 0);
+      assert.deepEqual(ids(await listAll(store, tenantId, { customerId: 'even' }, 4)), evenIds);
+      assert.deepEqual(ids(await listAll(store, tenantId, { from: T0 + 1, to: T0 + 4 }, 2)), newestFirst.filter((_, i) => [1, 2, 3].includes((22 - i) % 5)));
+    });
+
+    test('the last page has no cursor, also when it is exactly full', async (store) => {
+      const { tenantId } = await newTenant(store);
+      await store.commit(unit(Array.from({ length: 6 }, () => at(tenantId, T0, getObject(T0)))));
+      const first = await store.listEvents(tenantId, { limit: 3 });
+      assert.equal(first.events.length, 3);
+      assert.notEqual(first.nextCursor, null);
+      const second = await store.listEvents(tenantId, { limit: 3, cursor: first.nextCursor! });
+      assert.equal(second.events.length, 3);
+      assert.equal(second.nextCursor, null);
+    });
+
+    test('a cursor keeps its place while new events arrive', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const before = await store.commit(unit(Array.from({ length: 4 }, () => at(tenantId, T0, getObject(T0)))));
+      const first = await store.listEvents(tenantId, { limit: 2 });
+      await store.commit(unit([at(tenantId, T0 + 1, getObject(T0 + 1))]));
+      const second = await store.listEvents(tenantId, { limit: 2, cursor: first.nextCursor! });
+      assert.deepEqual(ids(second.events), [before[1]!.eventId, before[0]!.eventId]);
+      assert.equal(second.nextCursor, null);
+    });
+
+    test('a cursor not made by the store is rejected with InvalidCursorError', async (store) => {
+      const { tenantId } = await newTenant(store);
+      for (const cursor of ['', 'not a cursor', '!!!', '\u0000', 'x'.repeat(5000)]) {
+        await assert.rejects(store.listEvents(tenantId, { limit: 10, cursor }), InvalidCursorError, JSON.stringify(cursor.slice(0, 20)));
+      }
+    });
+
+    test('keys: create, find by hash, list, revoke', async (store) => {
+      const tenantName = `tenant-${randomUUID()}`;
+      const hash1 = randomBytes(32);
+      const hash2 = randomBytes(32);
+      const id1 = `key_${randomBytes(8).toString('hex')}`;
+      const id2 = `key_${randomBytes(8).toString('hex')}`;
+      const k1 = await store.keys.create({ id: id1, tenantName, hash: hash1, createdAt: T0 });
+      assert.equal(typeof k1.tenantId, 'number');
+      assert.deepEqual(k1, { id: id1, tenantId: k1.tenantId, tenantName, createdAt: T0, revokedAt: null });
+      const k2 = await store.keys.create({ id: id2, tenantName, hash: hash2, createdAt: T0 + 1 });
+      assert.equal(k2.tenantId, k1.tenantId, 'same tenant name, same tenant');
+      const other = await newTenant(store);
+      assert.notEqual(other.tenantId, k1.tenantId);
+
+      assert.deepEqual(await store.keys.findActiveByHash(hash1), k1);
+      assert.deepEqual(await store.keys.findActiveByHash(Buffer.from(hash2)), k2);
+      assert.equal(await store.keys.findActiveByHash(randomBytes(32)), undefined);
+      const listed = await store.keys.list();
+      assert.deepEqual(listed.find((k) => k.id === id1), k1);
+      assert.deepEqual(listed.find((k) => k.id === id2), k2);
+
+      assert.equal(await store.keys.revoke(id1, T0 + 5), true);
+      assert.equal(await store.keys.revoke(id1, T0 + 6), false, 'already revoked');
+      assert.equal(await store.keys.revoke(`key_${randomBytes(8).toString('hex')}`, T0), false, 'no such key');
+      assert.equal(await store.keys.findActiveByHash(hash1), undefined);
+      assert.deepEqual(await store.keys.findActiveByHash(hash2), k2);
+      assert.deepEqual((await store.keys.list()).find((k) => k.id === id1), { ...k1, revokedAt: T0 + 5 });
+    });
+
+    test('keys: a duplicate id or hash is refused as a caller error, not as unavailability', async (store) => {
+      const key = await newTenant(store);
+      const hash = randomBytes(32);
+      const sameId = store.keys.create({ id: key.id, tenantName: key.tenantName, hash, createdAt: T0 });
+      await assert.rejects(sameId, (err) => !(err instanceof StoreUnavailableError));
+      const withHash = await store.keys.create({ id: `key_${randomBytes(8).toString('hex')}`, tenantName: key.tenantName, hash, createdAt: T0 });
+      const sameHash = store.keys.create({ id: `key_${randomBytes(8).toString('hex')}`, tenantName: key.tenantName, hash, createdAt: T0 });
+      await assert.rejects(sameHash, (err) => !(err instanceof StoreUnavailableError));
+      assert.deepEqual(await store.keys.findActiveByHash(hash), withHash);
+    });
+
+    test('keys: createIfNone creates nothing when a key exists', async (store) => {
+      await newTenant(store);
+      const hash = randomBytes(32);
+      const id = `key_${randomBytes(8).toString('hex')}`;
+      assert.equal(await store.keys.createIfNone({ id, tenantName: `tenant-${randomUUID()}`, hash, createdAt: T0 }), undefined);
+      assert.equal(await store.keys.findActiveByHash(hash), undefined);
+      assert.equal((await store.keys.list()).find((k) => k.id === id), undefined);
+    });
+
+    describe('quarantine', () => {
+      const input = (tenantId: number, receivedAt: number, extra: Partial<QuarantineInput> = {}): QuarantineInput => ({
+        tenantId,
+        receivedAt,
+        code: 'BM_ERR_EVENT_INVALID',
+        errors: fieldErrors,
+        source: 'POST /s3/batch',
+        body: Buffer.from(JSON.stringify({ action: 'GetObject', bytes: '12' })),
+        truncated: false,
+        ...extra,
+      });
+      const entry = (q: QuarantineInput, id: number, tenantName: string, replayedAt: number | null = null): QuarantineEntry => ({ ...q, id, tenantName, replayedAt });
+
+      test('quarantine entries commit with events, and come back by list and get', async (store) => {
+        const a = await newTenant(store);
+        const b = await newTenant(store);
+        const qa1 = input(a.tenantId, T0, { index: 0 });
+        const qa2 = input(a.tenantId, T0 + 1, { body: Buffer.from([0x00, 0xff, 0x7b, 0x80, 0x0a]), truncated: true, source: 'POST /s3', code: 'BM_ERR_BODY_INVALID_JSON', errors: [] });
+        const qb = input(b.tenantId, T0 + 2, { index: 999 });
+        const outcomes = await store.commit(unit([at(a.tenantId, T0, getObject(T0))], [qa1, qa2, qb]));
+        assert.equal(outcomes.length, 1);
+        assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1, 'the unit stored its event too');
+
+        const listedA = await store.quarantine.list({ tenantId: a.tenantId, limit: 100, includeReplayed: true });
+        assert.equal(listedA.length, 2);
+        const [id1, id2] = [listedA[0]!.id, listedA[1]!.id];
+        assert.ok(id1 < id2, 'ascending ids');
+        assert.deepEqual(listedA, [entry(qa1, id1, a.tenantName), entry(qa2, id2, a.tenantName)]);
+        assert.equal('index' in listedA[1]!, false, 'no index when none was given');
+        const listedB = await store.quarantine.list({ tenantId: b.tenantId, limit: 100, includeReplayed: false });
+        assert.deepEqual(listedB, [entry(qb, listedB[0]!.id, b.tenantName)]);
+
+        assert.deepEqual(await store.quarantine.get(id2), entry(qa2, id2, a.tenantName));
+        assert.equal(await store.quarantine.get(2_000_000_000), undefined);
+        assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, afterId: id1, limit: 100, includeReplayed: true }), [entry(qa2, id2, a.tenantName)]);
+        assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, limit: 1, includeReplayed: true }), [entry(qa1, id1, a.tenantName)]);
+
+        // Without a tenant: every tenant's entries, ascending.
+        const everyone = await store.quarantine.list({ afterId: id1 - 1, limit: 100_000, includeReplayed: true });
+        const mine = everyone.filter((e) => e.tenantId === a.tenantId || e.tenantId === b.tenantId);
+        assert.deepEqual(mine.map((e) => e.id), [id1, id2, listedB[0]!.id]);
+        assert.deepEqual([...everyone].sort((x, y) => x.id - y.id), everyone);
+      });
+
+      test('replayed marks are set by the unit that replays', async (store) => {
+        const a = await newTenant(store);
+        await store.commit(unit([], [input(a.tenantId, T0), input(a.tenantId, T0 + 1)]));
+        const [q1, q2] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false });
+        const outcomes = await store.commit(unit([at(a.tenantId, T0 + 50, getObject(T0))], [], { ids: [q1!.id], at: T0 + 50 }));
+        assert.equal(outcomes[0]!.duplicate, false);
+        assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1);
+        assert.equal((await store.quarantine.get(q1!.id))?.replayedAt, T0 + 50);
+        assert.equal((await store.quarantine.get(q2!.id))?.replayedAt, null);
+        assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false })).map((e) => e.id), [q2!.id]);
+        const withReplayed = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
+        assert.deepEqual(withReplayed.map((e) => [e.id, e.replayedAt]), [[q1!.id, T0 + 50], [q2!.id, null]]);
+      });
+
+      test('purgeBefore deletes entries received before the time, and counts them', async (store) => {
+        const a = await newTenant(store);
+        // Far in the past, so that no other test's entries fall between; a run that crashed before
+        // purging may have left older ones, hence "at least".
+        const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+        await store.commit(unit([], [input(a.tenantId, base), input(a.tenantId, base + 1), input(a.tenantId, base + 2)]));
+        const [q1, q2, q3] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
+        const removed = await store.quarantine.purgeBefore(base + 2);
+        assert.ok(removed >= 2, `removed ${removed}`);
+        assert.equal(await store.quarantine.get(q1!.id), undefined);
+        assert.equal(await store.quarantine.get(q2!.id), undefined);
+        assert.equal((await store.quarantine.get(q3!.id))?.receivedAt, base + 2);
+        assert.equal(await store.quarantine.purgeBefore(base + 2), 0);
+      });
+    });
+
+    test('checkWritable resolves on a working store', async (store) => {
+      await store.checkWritable();
+    });
+
+    test('after close, commit rejects with StoreUnavailableError', async () => {
+      const own = await open();
+      try {
+        const { tenantId } = await newTenant(own.store);
+        await own.store.close();
+        await assert.rejects(own.store.commit(unit([at(tenantId, T0, getObject(T0))])), StoreUnavailableError);
+      } finally {
+        await own.cleanup();
+      }
+    });
+
+    // A misspelt skip would silently run the test: refuse it.
+    for (const title of Object.keys(options.skip ?? {})) {
+      if (!titles.has(title)) throw new Error(`storeContract(${name}): no test titled ${JSON.stringify(title)} to skip`);
+    }
+  });
+}
