@@ -1,0 +1,74 @@
+/**
+ * Opens the PostgreSQL store: a bounded pool, migrations (exactly once across processes), monthly
+ * event partitions created ahead and re-checked periodically.
+ */
+import { Pool } from 'pg';
+import { StoreUnavailableError, type Store } from '../types.js';
+import { migrate } from './migrate.js';
+import { ensurePartitions } from './partitions.js';
+import { PostgresStore } from './store.js';
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** Most connections this process opens. Default 10. */
+  poolMax?: number;
+  /** How long to wait for a connection (new or from the pool) before failing. Default 5,000 ms. */
+  connectTimeoutMs?: number;
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+/** Months of partitions kept ready beyond the current one. */
+const MONTHS_AHEAD = 3;
+const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000;
+
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const { logger } = options;
+  const pool = new Pool({
+    connectionString: options.url,
+    max: options.poolMax ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    idleTimeoutMillis: 30_000,
+    // Notices a dead peer on idle connections instead of finding out at the next commit.
+    keepAlive: true,
+    application_name: 'bucketmeter',
+  });
+  // An idle connection that dies (server restart, pg_terminate_backend) is reported here and already
+  // removed by the pool; without a listener the 'error' event would crash the process.
+  pool.on('error', (err) => logger?.warn({ err }, 'PostgreSQL connection lost; the pool reconnects on demand'));
+  // The pool listens on idle clients only; a checked-out client whose socket dies also emits 'error'.
+  // The query in flight (or the next one) rejects with it, which is where it is handled.
+  pool.on('connect', (client) => client.on('error', () => {}));
+
+  const maintainPartitions = async () => {
+    try {
+      const created = await ensurePartitions(pool, Math.floor(Date.now() / 1000), MONTHS_AHEAD);
+      if (created.length > 0) logger?.warn({ partitions: created }, 'created event partitions');
+    } catch (err) {
+      // Not fatal: rows outside existing partitions land in events_default; the next run retries.
+      logger?.warn({ err }, 'could not create event partitions');
+    }
+  };
+
+  try {
+    const { unknown } = await migrate(pool);
+    if (unknown.length > 0) {
+      logger?.warn({ versions: unknown }, 'database has schema migrations this release does not know (newer release?)');
+    }
+  } catch (err) {
+    await pool.end();
+    throw new StoreUnavailableError(`PostgreSQL schema migration failed: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
+  await maintainPartitions();
+  const timer = setInterval(() => void maintainPartitions(), PARTITION_CHECK_MS);
+  timer.unref();
+
+  let closing: Promise<void> | undefined;
+  return new PostgresStore(pool, () => {
+    clearInterval(timer);
+    closing ??= pool.end();
+    return closing;
+  });
+}

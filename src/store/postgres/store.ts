@@ -1,0 +1,645 @@
+/**
+ * The PostgreSQL store. Many stateless processes share one database, so every correctness decision
+ * (exactly-once, server ids, first key) is made by the database; per-process state is only a cache of
+ * facts that never change once committed (dictionary ids).
+ *
+ * Write path: one commit unit is ONE statement (data-modifying CTEs fed by unnest() arrays), which is
+ * its own transaction: one round trip, atomic, and its reply arrives only after COMMIT. The insert
+ * method was chosen by measurement, see bench/pg-insert-methods.ts.
+ */
+import { DatabaseError, type Pool, type PoolClient } from 'pg';
+import { actionByCode, KINDS, type EventRecord } from '../../events/catalogue.js';
+import type { FieldError } from '../../events/field-error.js';
+import { DICT_FIELDS, decodeRest, encodeBool, encodeRest, type DictField } from '../row.js';
+import {
+  InvalidCursorError,
+  serverEventId,
+  StoreUnavailableError,
+  type ApiKeyRecord,
+  type CommitUnit,
+  type EventOutcome,
+  type EventPage,
+  type EventQuery,
+  type KeyStore,
+  type NewApiKey,
+  type QuarantineEntry,
+  type QuarantineQuery,
+  type QuarantineStore,
+  type Store,
+  type StoredEvent,
+} from '../types.js';
+import { LOCK_CLASS } from './migrate.js';
+
+const LOCK_FIRST_KEY = 3;
+
+// ---- Text columns ----
+
+const ESCAPE_MARK = '\u0001';
+/** U+0000 anywhere, or a UTF-16 surrogate without its partner. */
+const NOT_PG_TEXT = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * PostgreSQL text cannot hold U+0000 (the whole unit would fail, again on every retry) and would turn
+ * an unpaired surrogate into U+FFFD; such strings, and those starting with the mark, are stored as
+ * the mark followed by their JSON encoding, which represents both exactly.
+ */
+export function toPgText(value: string): string {
+  return value.charCodeAt(0) === 1 || NOT_PG_TEXT.test(value) ? ESCAPE_MARK + JSON.stringify(value) : value;
+}
+
+export function fromPgText(value: string): string {
+  return value.charCodeAt(0) === 1 ? (JSON.parse(value.slice(1)) as string) : value;
+}
+
+// ---- Dictionary ----
+
+/**
+ * Dictionary ids, cached per process: a committed value -> id mapping never changes. Values are
+ * inserted (ON CONFLICT DO NOTHING) outside the unit's transaction, so other processes never wait on
+ * a unit to learn an id; an unused value left by a failed unit is harmless.
+ */
+export class Dictionary {
+  private readonly cache = new Map<string, number>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly maxCached = 200_000,
+  ) {}
+
+  /** Ids of `values` (already toPgText-encoded). */
+  async ids(values: Iterable<string>): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
+    const missing: string[] = [];
+    for (const value of values) {
+      const id = this.cache.get(value);
+      if (id === undefined) missing.push(value);
+      else found.set(value, id);
+    }
+    if (missing.length === 0) return found;
+    // Select first, insert only what is missing: a conflicting insert still burns an identity value.
+    let rest = await this.fetch(missing, found, 'SELECT id, value FROM dict WHERE value = ANY($1::text[])');
+    if (rest.length > 0) {
+      rest = await this.fetch(
+        rest.sort(),
+        found,
+        'INSERT INTO dict (value) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING id, value',
+      );
+    }
+    // Lost a race: another process committed the value after this statement's snapshot.
+    if (rest.length > 0) rest = await this.fetch(rest, found, 'SELECT id, value FROM dict WHERE value = ANY($1::text[])');
+    if (rest.length > 0) throw new Error(`dictionary values not found after insert: ${rest.length}`);
+    return found;
+  }
+
+  private async fetch(values: string[], into: Map<string, number>, sql: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: number; value: string }>(sql, [values]);
+    for (const { id, value } of rows) {
+      into.set(value, id);
+      if (this.cache.size >= this.maxCached) {
+        // Oldest first; re-fetching an evicted value costs one SELECT.
+        const oldest = this.cache.keys().next();
+        if (!oldest.done) this.cache.delete(oldest.value);
+      }
+      this.cache.set(value, id);
+    }
+    return values.filter((value) => !into.has(value));
+  }
+}
+
+// ---- The commit statement ----
+
+/** The columns of one input row of the commit statement; `ord` is the event's index in the unit. */
+export const INPUT_COLUMNS = [
+  ['ord', 'integer'],
+  ['tenant_id', 'integer'],
+  ['event_id', 'text'],
+  ['ts', 'bigint'],
+  ['received_at', 'bigint'],
+  ['bytes', 'bigint'],
+  ['provider_id', 'integer'],
+  ['customer_id', 'integer'],
+  ['feature_id', 'integer'],
+  ['client_type_id', 'integer'],
+  ['client_id', 'integer'],
+  ['bucket_id', 'integer'],
+  ['object_category_id', 'integer'],
+  ['action', 'smallint'],
+  ['part_number', 'smallint'],
+  ['is_billable_egress', 'boolean'],
+  ['object_key', 'text'],
+  ['version_id', 'text'],
+  ['upload_id', 'text'],
+  ['rest', 'text'],
+] as const;
+
+export type InputColumn = (typeof INPUT_COLUMNS)[number][0];
+export type InputValue = string | number | boolean | null;
+/** One array per input column, all of the same length. */
+export type EventColumns = Record<InputColumn, InputValue[]>;
+
+const STORED_COLUMNS = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
+const DICT_COLUMN: Record<DictField, InputColumn> = {
+  provider: 'provider_id',
+  customerId: 'customer_id',
+  featureId: 'feature_id',
+  clientType: 'client_type_id',
+  clientId: 'client_id',
+  bucket: 'bucket_id',
+  objectCategory: 'object_category_id',
+};
+
+/** The sequence's INCREMENT BY (migration 1): each nextval() reserves this many ids. */
+const SEQ_BLOCK = 1000;
+
+/** Parameters $1..$10 of the commit statement: quarantine rows and replay marks. */
+export const QUARANTINE_PARAMS = 10;
+
+/**
+ * The commit statement, reading the unit's events from `input` (a FROM item with the
+ * INPUT_COLUMNS, aliased i). Returns (ord, seq) of the events stored; the others were duplicates.
+ */
+export function commitSql(input: string): string {
+  const stored = STORED_COLUMNS.join(', ');
+  return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
+ids AS (
+  INSERT INTO event_ids (tenant_id, event_id)
+  SELECT tenant_id, event_id FROM input WHERE event_id IS NOT NULL
+  -- One global lock order, so two units sharing eventIds cannot deadlock.
+  ORDER BY tenant_id, event_id COLLATE "C"
+  ON CONFLICT DO NOTHING
+  RETURNING tenant_id, event_id
+),
+fresh AS (
+  SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM input i
+  WHERE i.event_id IS NULL
+     OR EXISTS (SELECT 1 FROM ids WHERE ids.tenant_id = i.tenant_id AND ids.event_id = i.event_id COLLATE "C")
+),
+-- Blocks of sequence values, used in unit order, so arrival order holds within a unit too.
+seqs AS MATERIALIZED (
+  SELECT nextval('event_seq') AS base FROM generate_series(1, ((SELECT count(*) FROM fresh) + ${SEQ_BLOCK - 1}) / ${SEQ_BLOCK})
+),
+kept AS MATERIALIZED (
+  SELECT f.*, b.base + (f.n - 1) % ${SEQ_BLOCK} AS seq
+  FROM fresh f JOIN (SELECT base, row_number() OVER (ORDER BY base) - 1 AS block FROM seqs) b ON b.block = (f.n - 1) / ${SEQ_BLOCK}
+),
+-- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
+stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY seq),
+quarantined AS (
+  INSERT INTO quarantine (tenant_id, received_at, idx, truncated, code, errors, source, body)
+  SELECT * FROM unnest($1::integer[], $2::bigint[], $3::integer[], $4::boolean[], $5::text[], $6::text[], $7::text[], $8::bytea[])
+),
+-- The first replay's time is kept.
+replayed AS (UPDATE quarantine SET replayed_at = $10 WHERE id = ANY($9::bigint[]) AND replayed_at IS NULL)
+SELECT ord, seq FROM kept`;
+}
+
+/** The FROM item of the store's own commit statement: one array parameter per input column. */
+export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${QUARANTINE_PARAMS + i + 1}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
+const COMMIT_SQL = commitSql(UNNEST_INPUT);
+
+function dictValues(event: EventRecord): string[] {
+  const values: string[] = [];
+  for (const field of DICT_FIELDS) {
+    const value = event[field];
+    if (value !== undefined) values.push(toPgText(value));
+  }
+  return values;
+}
+
+/** Column arrays for `events` (the unit's first occurrences, with their unit index). */
+export function encodeEvents(events: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[], dict: Map<string, number>): EventColumns {
+  const columns = Object.fromEntries(INPUT_COLUMNS.map(([name]) => [name, [] as InputValue[]])) as EventColumns;
+  const text = (value: string | undefined) => (value === undefined ? null : toPgText(value));
+  for (const { ord, tenantId, receivedAt, event } of events) {
+    columns.ord.push(ord);
+    columns.tenant_id.push(tenantId);
+    columns.event_id.push(text(event.eventId));
+    columns.ts.push(event.timestamp);
+    columns.received_at.push(receivedAt);
+    columns.bytes.push(event.bytes ?? null);
+    for (const field of DICT_FIELDS) {
+      const value = event[field];
+      columns[DICT_COLUMN[field]].push(value === undefined ? null : (dict.get(toPgText(value)) ?? null));
+    }
+    columns.action.push(KINDS[event.action].code);
+    columns.part_number.push(event.partNumber ?? null);
+    const billable = encodeBool(event.isBillableEgress);
+    columns.is_billable_egress.push(billable === null ? null : billable === 1);
+    columns.object_key.push(text(event.objectKey));
+    columns.version_id.push(text(event.versionId));
+    columns.upload_id.push(text(event.uploadId));
+    columns.rest.push(encodeRest(event));
+  }
+  return columns;
+}
+
+// ---- Errors ----
+
+function unavailable(err: unknown): StoreUnavailableError {
+  if (err instanceof StoreUnavailableError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError(`PostgreSQL cannot take the request: ${message}`, { cause: err });
+}
+
+/**
+ * Whether a failed read or admin call is the database being unreachable or unable to work (as
+ * opposed to a bug): connection and socket errors, and SQLSTATE classes 08 (connection), 53
+ * (resources, e.g. disk full), 57 (shutdown, cancel), 58 (system), plus read-only transactions
+ * and lock timeouts.
+ */
+function isUnavailable(err: unknown): boolean {
+  if (!(err instanceof DatabaseError)) return true;
+  const code = err.code ?? '';
+  return /^(08|53|57|58)/.test(code) || code === '25006' || code === '55P03' || code === '40P01';
+}
+
+/** Runs a read or admin call, turning unavailability into StoreUnavailableError. */
+async function guarded<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw isUnavailable(err) ? unavailable(err) : err;
+  }
+}
+
+const RETRYABLE = new Set(['40P01', '40001']);
+
+async function transaction<T>(pool: Pool, run: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await run(client);
+    await client.query('COMMIT');
+    client.release();
+    return result;
+  } catch (err) {
+    // ROLLBACK if the connection still works; otherwise drop it from the pool.
+    try {
+      await client.query('ROLLBACK');
+      client.release();
+    } catch {
+      client.release(true);
+    }
+    throw err;
+  }
+}
+
+// ---- Reading rows ----
+
+interface EventRow {
+  seq: string;
+  ts: string;
+  received_at: string;
+  bytes: string | null;
+  action: number;
+  part_number: number | null;
+  is_billable_egress: boolean | null;
+  event_id: string | null;
+  object_key: string | null;
+  version_id: string | null;
+  upload_id: string | null;
+  rest: string | null;
+  provider: string;
+  customer: string | null;
+  feature: string | null;
+  client_type: string | null;
+  client: string | null;
+  bucket: string | null;
+  object_category: string | null;
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  const action = actionByCode(row.action);
+  if (action === undefined) throw new Error(`unknown action code ${row.action} in events row ${row.seq}`);
+  const event: StoredEvent = {
+    action,
+    timestamp: Number(row.ts),
+    provider: fromPgText(row.provider),
+    eventId: row.event_id === null ? serverEventId(BigInt(row.seq)) : fromPgText(row.event_id),
+    receivedAt: Number(row.received_at),
+  };
+  const strings: [keyof EventRecord, string | null][] = [
+    ['customerId', row.customer],
+    ['featureId', row.feature],
+    ['clientType', row.client_type],
+    ['clientId', row.client],
+    ['bucket', row.bucket],
+    ['objectCategory', row.object_category],
+    ['objectKey', row.object_key],
+    ['versionId', row.version_id],
+    ['uploadId', row.upload_id],
+  ];
+  const record = event as unknown as Record<string, unknown>;
+  for (const [name, value] of strings) if (value !== null) record[name] = fromPgText(value);
+  if (row.bytes !== null) event.bytes = Number(row.bytes);
+  if (row.part_number !== null) event.partNumber = row.part_number;
+  if (row.is_billable_egress !== null) event.isBillableEgress = row.is_billable_egress;
+  decodeRest(row.rest, event);
+  return event;
+}
+
+/** The cursor is the seq of the page's last event, in base 36: opaque to clients, cheap to check. */
+function encodeCursor(seq: string): string {
+  return BigInt(seq).toString(36);
+}
+
+const CURSOR = /^[0-9a-z]{1,13}$/;
+const MAX_SEQ = 2n ** 63n - 1n;
+
+/** The seq to continue below, as a decimal string (bigint parameter). */
+function decodeCursor(cursor: string): string {
+  if (CURSOR.test(cursor)) {
+    let seq = 0n;
+    for (const digit of cursor) seq = seq * 36n + BigInt(parseInt(digit, 36));
+    if (seq <= MAX_SEQ) return seq.toString();
+  }
+  throw new InvalidCursorError('cursor is not a nextCursor of this store');
+}
+
+interface KeyRow {
+  id: string;
+  tenant_id: number;
+  tenant_name: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+function toKeyRecord(row: KeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    tenantName: row.tenant_name,
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
+
+const KEY_COLUMNS = 'k.id, k.tenant_id, t.name AS tenant_name, k.created_at, k.revoked_at';
+
+interface QuarantineRow {
+  id: string;
+  tenant_id: number;
+  tenant_name: string | null;
+  received_at: string;
+  idx: number | null;
+  truncated: boolean;
+  code: string;
+  errors: string;
+  source: string;
+  body: Buffer;
+  replayed_at: string | null;
+}
+
+function toQuarantineEntry(row: QuarantineRow): QuarantineEntry {
+  const entry: QuarantineEntry = {
+    id: Number(row.id),
+    tenantId: row.tenant_id,
+    tenantName: row.tenant_name ?? '',
+    receivedAt: Number(row.received_at),
+    code: row.code,
+    errors: JSON.parse(row.errors) as FieldError[],
+    source: row.source,
+    body: row.body,
+    truncated: row.truncated,
+    replayedAt: row.replayed_at === null ? null : Number(row.replayed_at),
+  };
+  if (row.idx !== null) entry.index = row.idx;
+  return entry;
+}
+
+const QUARANTINE_COLUMNS =
+  'q.id, q.tenant_id, t.name AS tenant_name, q.received_at, q.idx, q.truncated, q.code, q.errors, q.source, q.body, q.replayed_at';
+
+// ---- The store ----
+
+export class PostgresStore implements Store {
+  readonly backend = 'postgres';
+  readonly keys: KeyStore;
+  readonly quarantine: QuarantineStore;
+  private readonly dictionary: Dictionary;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly onClose: () => Promise<void>,
+  ) {
+    this.dictionary = new Dictionary(pool);
+    this.keys = new PostgresKeyStore(pool);
+    this.quarantine = new PostgresQuarantineStore(pool);
+  }
+
+  async commit(unit: CommitUnit): Promise<EventOutcome[]> {
+    // Exactly-once inside the unit is decided here: the first occurrence of (tenant, eventId) is the
+    // one that may be stored; across units and processes the event_ids primary key decides.
+    const first = new Map<string, number>();
+    const outcomes: EventOutcome[] = [];
+    const candidates: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[] = [];
+    const values = new Set<string>();
+    unit.events.forEach(({ tenantId, receivedAt, event }, ord) => {
+      outcomes.push({ eventId: event.eventId ?? '', duplicate: false });
+      if (event.eventId !== undefined) {
+        const key = `${tenantId}/${event.eventId}`;
+        if (first.has(key)) {
+          outcomes[ord] = { eventId: event.eventId, duplicate: true };
+          return;
+        }
+        first.set(key, ord);
+      }
+      candidates.push({ ord, tenantId, receivedAt, event });
+      for (const value of dictValues(event)) values.add(value);
+    });
+    if (candidates.length === 0 && unit.quarantine.length === 0 && (unit.replayed?.ids.length ?? 0) === 0) return outcomes;
+
+    try {
+      const dict = values.size === 0 ? new Map<string, number>() : await this.dictionary.ids(values);
+      const columns = encodeEvents(candidates, dict);
+      const q = unit.quarantine;
+      const params: unknown[] = [
+        q.map((e) => e.tenantId),
+        q.map((e) => e.receivedAt),
+        q.map((e) => e.index ?? null),
+        q.map((e) => e.truncated),
+        q.map((e) => e.code),
+        q.map((e) => JSON.stringify(e.errors)),
+        q.map((e) => e.source),
+        q.map((e) => e.body),
+        unit.replayed?.ids ?? [],
+        unit.replayed?.at ?? null,
+        ...INPUT_COLUMNS.map(([name]) => columns[name]),
+      ];
+      const rows = await this.runCommit(params);
+      const kept = new Map(rows.map((row) => [row.ord, row.seq]));
+      for (const { ord, event } of candidates) {
+        const seq = kept.get(ord);
+        if (event.eventId === undefined) {
+          if (seq === undefined) throw new Error(`event ${ord} without eventId was not stored`);
+          outcomes[ord] = { eventId: serverEventId(BigInt(seq)), duplicate: false };
+        } else {
+          outcomes[ord] = { eventId: event.eventId, duplicate: seq === undefined };
+        }
+      }
+      return outcomes;
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  /** One statement is one transaction; a deadlock or serialization failure rolled it all back, so retrying is safe. */
+  private async runCommit(params: unknown[]): Promise<{ ord: number; seq: string }[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.pool.query<{ ord: number; seq: string }>({ name: 'bm_commit', text: COMMIT_SQL, values: params });
+        return result.rows;
+      } catch (err) {
+        if (attempt >= 3 || !(err instanceof DatabaseError) || !RETRYABLE.has(err.code ?? '')) throw err;
+      }
+    }
+  }
+
+  async listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
+    const params: unknown[] = [tenantId];
+    const where = ['tenant_id = $1'];
+    const add = (sql: string, value: unknown) => {
+      params.push(value);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (query.action !== undefined) add('action = ?', KINDS[query.action].code);
+    if (query.customerId !== undefined) add('customer_id = (SELECT id FROM dict WHERE value = ?)', toPgText(query.customerId));
+    if (query.from !== undefined) add('ts >= ?', query.from);
+    if (query.to !== undefined) add('ts < ?', query.to);
+    if (query.cursor !== undefined) add('seq < ?', decodeCursor(query.cursor));
+    params.push(query.limit + 1);
+    const sql = `SELECT e.seq, e.ts, e.received_at, e.bytes, e.action, e.part_number, e.is_billable_egress, e.event_id,
+        e.object_key, e.version_id, e.upload_id, e.rest, p.value AS provider, c.value AS customer, f.value AS feature,
+        ct.value AS client_type, ci.value AS client, b.value AS bucket, oc.value AS object_category
+      FROM (SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}) e
+      JOIN dict p ON p.id = e.provider_id
+      LEFT JOIN dict c ON c.id = e.customer_id
+      LEFT JOIN dict f ON f.id = e.feature_id
+      LEFT JOIN dict ct ON ct.id = e.client_type_id
+      LEFT JOIN dict ci ON ci.id = e.client_id
+      LEFT JOIN dict b ON b.id = e.bucket_id
+      LEFT JOIN dict oc ON oc.id = e.object_category_id
+      ORDER BY e.seq DESC`;
+    const { rows } = await guarded(() => this.pool.query<EventRow>(sql, params));
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    const last = page[page.length - 1];
+    return { events: page.map(toStoredEvent), nextCursor: more && last !== undefined ? encodeCursor(last.seq) : null };
+  }
+
+  async checkWritable(): Promise<void> {
+    let row: { recovery: boolean; read_only: string } | undefined;
+    try {
+      const { rows } = await this.pool.query<{ recovery: boolean; read_only: string }>(
+        "SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') AS read_only",
+      );
+      row = rows[0];
+    } catch (err) {
+      throw unavailable(err);
+    }
+    if (row === undefined || row.recovery || row.read_only === 'on') {
+      throw new StoreUnavailableError('PostgreSQL is read-only (standby or read-only transaction mode)');
+    }
+  }
+
+  close(): Promise<void> {
+    return this.onClose();
+  }
+}
+
+class PostgresKeyStore implements KeyStore {
+  constructor(private readonly pool: Pool) {}
+
+  create(key: NewApiKey): Promise<ApiKeyRecord> {
+    return guarded(() => transaction(this.pool, (client) => insertKey(client, key)));
+  }
+
+  createIfNone(key: NewApiKey): Promise<ApiKeyRecord | undefined> {
+    return guarded(() =>
+      transaction(this.pool, async (client) => {
+        // Serializes concurrent first starts: the second one waits, then sees the first one's key.
+        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, LOCK_FIRST_KEY]);
+        const { rows } = await client.query('SELECT 1 FROM api_keys LIMIT 1');
+        return rows.length > 0 ? undefined : insertKey(client, key);
+      }),
+    );
+  }
+
+  async findActiveByHash(hash: Buffer): Promise<ApiKeyRecord | undefined> {
+    const { rows } = await guarded(() =>
+      this.pool.query<KeyRow>(
+        `SELECT ${KEY_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = $1 AND k.revoked_at IS NULL`,
+        [hash],
+      ),
+    );
+    return rows[0] === undefined ? undefined : toKeyRecord(rows[0]);
+  }
+
+  async list(): Promise<ApiKeyRecord[]> {
+    const { rows } = await guarded(() =>
+      this.pool.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id ORDER BY k.created_at, k.id`),
+    );
+    return rows.map(toKeyRecord);
+  }
+
+  async revoke(id: string, at: number): Promise<boolean> {
+    const result = await guarded(() =>
+      this.pool.query('UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [id, at]),
+    );
+    return (result.rowCount ?? 0) > 0;
+  }
+}
+
+async function insertKey(client: PoolClient, key: NewApiKey): Promise<ApiKeyRecord> {
+  const tenantId = await tenantIdFor(client, key.tenantName);
+  await client.query('INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)', [
+    key.id,
+    tenantId,
+    key.hash,
+    key.createdAt,
+  ]);
+  return { id: key.id, tenantId, tenantName: key.tenantName, createdAt: key.createdAt, revokedAt: null };
+}
+
+async function tenantIdFor(client: PoolClient, name: string): Promise<number> {
+  const inserted = await client.query<{ id: number }>(
+    'INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id',
+    [name],
+  );
+  if (inserted.rows[0] !== undefined) return inserted.rows[0].id;
+  // The conflicting row is committed (ON CONFLICT waited for it), so a new statement sees it.
+  const existing = await client.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [name]);
+  if (existing.rows[0] === undefined) throw new Error(`tenant ${name} vanished`);
+  return existing.rows[0].id;
+}
+
+class PostgresQuarantineStore implements QuarantineStore {
+  constructor(private readonly pool: Pool) {}
+
+  async list(query: QuarantineQuery): Promise<QuarantineEntry[]> {
+    const { rows } = await guarded(() =>
+      this.pool.query<QuarantineRow>(
+        `SELECT ${QUARANTINE_COLUMNS} FROM quarantine q LEFT JOIN tenants t ON t.id = q.tenant_id
+         WHERE ($1::integer IS NULL OR q.tenant_id = $1) AND q.id > $2 AND ($3 OR q.replayed_at IS NULL)
+         ORDER BY q.id LIMIT $4`,
+        [query.tenantId ?? null, query.afterId ?? 0, query.includeReplayed, query.limit],
+      ),
+    );
+    return rows.map(toQuarantineEntry);
+  }
+
+  async get(id: number): Promise<QuarantineEntry | undefined> {
+    const { rows } = await guarded(() =>
+      this.pool.query<QuarantineRow>(
+        `SELECT ${QUARANTINE_COLUMNS} FROM quarantine q LEFT JOIN tenants t ON t.id = q.tenant_id WHERE q.id = $1`,
+        [id],
+      ),
+    );
+    return rows[0] === undefined ? undefined : toQuarantineEntry(rows[0]);
+  }
+
+  async purgeBefore(before: number): Promise<number> {
+    const result = await guarded(() => this.pool.query('DELETE FROM quarantine WHERE received_at < $1', [before]));
+    return result.rowCount ?? 0;
+  }
+}

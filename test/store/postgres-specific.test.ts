@@ -1,0 +1,326 @@
+/**
+ * PostgreSQL-only behaviour the shared contract cannot express: concurrent migrations, partitions,
+ * several processes (separate pools) deduplicating against each other, killed connections and
+ * network outages. Needs TEST_DATABASE_URL; each test works in its own scratch database.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Pool } from 'pg';
+import type { EventRecord } from '../../src/events/catalogue.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { migrate } from '../../src/store/postgres/migrate.js';
+import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { ensurePartitions, monthPartition } from '../../src/store/postgres/partitions.js';
+import { StoreUnavailableError, type EventToStore, type Store } from '../../src/store/types.js';
+
+const BASE_URL = process.env.TEST_DATABASE_URL;
+const SKIP = BASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL-specific tests SKIPPED';
+
+const dropAfterwards: string[] = [];
+
+async function admin<T>(run: (client: Client) => Promise<T>, url = BASE_URL): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh database on the TEST_DATABASE_URL server, dropped when the file is done. */
+async function scratchDatabase(): Promise<{ name: string; url: string }> {
+  const name = `bm_test_${randomBytes(6).toString('hex')}`;
+  await admin((client) => client.query(`CREATE DATABASE ${name}`));
+  dropAfterwards.push(name);
+  const url = new URL(BASE_URL ?? '');
+  url.pathname = `/${name}`;
+  return { name, url: url.toString() };
+}
+
+after(async () => {
+  if (!BASE_URL) return;
+  for (const name of dropAfterwards) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+});
+
+/** A pool whose connections may be cut (DROP DATABASE ... WITH (FORCE)) without crashing the run. */
+function quietPool(url: string): Pool {
+  const pool = new Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => {});
+  return pool;
+}
+
+const NOW = Math.floor(Date.now() / 1000);
+
+function event(eventId: string | undefined, fields: Partial<EventRecord> = {}): EventToStore {
+  const record: EventRecord = { action: 'GetObject', timestamp: NOW, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, ...fields };
+  if (eventId !== undefined) record.eventId = eventId;
+  return { tenantId: 1, receivedAt: NOW, event: record };
+}
+
+function shuffled<T>(items: T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+}
+
+describe('PostgreSQL store specifics', { skip: SKIP }, () => {
+  it('applies each migration exactly once when 4 processes start at the same time', async () => {
+    const { url } = await scratchDatabase();
+    // A probe migration that would leave two rows if it ever ran twice.
+    const probe = { version: 1_000_000, name: 'probe', sql: 'CREATE TABLE probe (n integer); INSERT INTO probe VALUES (1)' };
+    const pools = Array.from({ length: 4 }, () => quietPool(url));
+    try {
+      const results = await Promise.all(pools.map((pool) => migrate(pool, [...MIGRATIONS, probe])));
+      const applied = results.flatMap((result) => result.applied).sort((a, b) => a - b);
+      assert.deepEqual(applied, [...MIGRATIONS.map((m) => m.version), probe.version]);
+      const { rows } = await admin((client) => client.query<{ n: string }>('SELECT count(*) AS n FROM probe'), url);
+      assert.equal(rows[0]?.n, '1');
+      // Another start later finds nothing to do, and reports the version it does not know.
+      assert.deepEqual(await migrate(pools[0] as Pool), { applied: [], unknown: [probe.version] });
+    } finally {
+      await Promise.all(pools.map((pool) => pool.end()));
+    }
+  });
+
+  it('opens from 4 concurrent processes on an empty database, and only one creates the first key', async () => {
+    const { url } = await scratchDatabase();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore({ url, poolMax: 2 })));
+    try {
+      const { rows } = await admin((client) => client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version'), url);
+      assert.deepEqual(rows.map((row) => row.version), MIGRATIONS.map((m) => m.version));
+      const created = await Promise.all(
+        stores.map((store, i) => store.keys.createIfNone({ id: `first-${i}`, tenantName: 'default', hash: randomBytes(32), createdAt: NOW })),
+      );
+      assert.equal(created.filter((key) => key !== undefined).length, 1);
+      assert.equal((await stores[0]?.keys.list())?.length, 1);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it('creates partitions ahead and routes old timestamps to the default partition', async () => {
+    const { url } = await scratchDatabase();
+    const store = await openPostgresStore({ url });
+    try {
+      const partitions = await admin(
+        (client) =>
+          client.query<{ name: string; bound: string }>(
+            `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`,
+          ),
+        url,
+      );
+      const byName = new Map(partitions.rows.map((row) => [row.name, row.bound]));
+      for (const offset of [0, 1, 2]) {
+        const month = monthPartition(NOW, offset);
+        assert.equal(byName.get(month.name), `FOR VALUES FROM ('${month.from}') TO ('${month.to}')`, month.name);
+      }
+      assert.equal(byName.get('events_default'), 'DEFAULT');
+
+      const old = Date.UTC(2001, 0, 15) / 1000;
+      const outcomes = await store.commit({ events: [event('now'), event('old', { timestamp: old })], quarantine: [] });
+      assert.deepEqual(outcomes, [{ eventId: 'now', duplicate: false }, { eventId: 'old', duplicate: false }]);
+      const where = await admin(
+        (client) => client.query<{ event_id: string; part: string }>('SELECT event_id, tableoid::regclass::text AS part FROM events ORDER BY seq'),
+        url,
+      );
+      assert.deepEqual(where.rows, [
+        { event_id: 'now', part: monthPartition(NOW).name },
+        { event_id: 'old', part: 'events_default' },
+      ]);
+      const page = await store.listEvents(1, { limit: 10, to: old + 1 });
+      assert.deepEqual(page.events.map((e) => e.eventId), ['old']);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('moves rows out of the default partition when their month is created later', async () => {
+    const { url } = await scratchDatabase();
+    const store = await openPostgresStore({ url });
+    const pool = quietPool(url);
+    try {
+      const far = monthPartition(NOW, 12);
+      await store.commit({ events: [event('far', { timestamp: far.from + 60 })], quarantine: [] });
+      assert.deepEqual(await ensurePartitions(pool, far.from, 0), [far.name]);
+      assert.deepEqual(await ensurePartitions(pool, far.from, 0), [], 'second run creates nothing');
+      const { rows } = await admin((client) => client.query<{ part: string }>('SELECT tableoid::regclass::text AS part FROM events'), url);
+      assert.deepEqual(rows, [{ part: far.name }]);
+      const again = await store.commit({ events: [event('far', { timestamp: far.from + 60 })], quarantine: [] });
+      assert.deepEqual(again, [{ eventId: 'far', duplicate: true }]);
+    } finally {
+      await pool.end();
+      await store.close();
+    }
+  });
+
+  it('stores each eventId exactly once when two processes commit the same ids concurrently', async () => {
+    const { url } = await scratchDatabase();
+    const [a, b] = await Promise.all([openPostgresStore({ url, poolMax: 4 }), openPostgresStore({ url, poolMax: 4 })]);
+    assert.ok(a && b);
+    try {
+      const ids = Array.from({ length: 2000 }, (_, i) => `shared-${i}`);
+      const stored = new Map<string, number>();
+      // Each process commits every id, in its own random order and unit boundaries, 4 units in flight.
+      const run = async (store: Store) => {
+        const order = shuffled(ids);
+        const units: string[][] = [];
+        for (let i = 0; i < order.length; ) {
+          const size = 1 + Math.floor(Math.random() * 200);
+          units.push(order.slice(i, i + size));
+          i += size;
+        }
+        const inFlight = Array.from({ length: 4 }, async () => {
+          for (let unit = units.shift(); unit !== undefined; unit = units.shift()) {
+            // Repeat one id inside the unit too: only the first occurrence may count.
+            const events = [...unit, unit[0] as string].map((id) => event(id));
+            const outcomes = await store.commit({ events, quarantine: [] });
+            assert.equal(outcomes.at(-1)?.duplicate, true);
+            for (const outcome of outcomes.slice(0, -1)) {
+              if (!outcome.duplicate) stored.set(outcome.eventId, (stored.get(outcome.eventId) ?? 0) + 1);
+            }
+          }
+        });
+        await Promise.all(inFlight);
+      };
+      await Promise.all([run(a), run(b)]);
+      assert.equal(stored.size, ids.length, 'every id reported stored by someone');
+      assert.deepEqual([...stored.values()].filter((n) => n !== 1), [], 'no id reported stored twice');
+      const { rows } = await admin(
+        (client) => client.query<{ n: string; distinct: string }>('SELECT count(*) AS n, count(DISTINCT event_id) AS distinct FROM events'),
+        url,
+      );
+      assert.deepEqual(rows[0], { n: String(ids.length), distinct: String(ids.length) });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('never reports a false success when server connections are killed, and recovers by itself', async () => {
+    const { name, url } = await scratchDatabase();
+    const store = await openPostgresStore({ url, poolMax: 4 });
+    try {
+      const acknowledged: string[] = [];
+      let failures = 0;
+      let stop = false;
+      let n = 0;
+      const writers = Array.from({ length: 4 }, async (_, w) => {
+        while (!stop) {
+          const ids = Array.from({ length: 50 }, () => `w${w}-${n++}`);
+          try {
+            await store.commit({ events: ids.map((id) => event(id)), quarantine: [] });
+            acknowledged.push(...ids);
+          } catch (err) {
+            assert.ok(err instanceof StoreUnavailableError, `commit rejected with ${String(err)}`);
+            assert.ok(err.cause !== undefined, 'the cause is attached');
+            failures++;
+          }
+        }
+      });
+      for (let kill = 0; kill < 10; kill++) {
+        await sleep(50);
+        await admin((client) =>
+          client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
+        );
+      }
+      await sleep(50);
+      stop = true;
+      await Promise.all(writers);
+      assert.ok(acknowledged.length > 0, 'some commits succeeded');
+      assert.ok(failures > 0, 'some commits were cut off');
+
+      const { rows } = await admin((client) => client.query<{ event_id: string }>('SELECT event_id FROM events'), url);
+      const stored = new Set(rows.map((row) => row.event_id));
+      assert.equal(stored.size, rows.length, 'nothing stored twice');
+      assert.deepEqual(acknowledged.filter((id) => !stored.has(id)), [], 'every acknowledged event is stored');
+
+      // Recovers without reopening: the pool replaced the killed connections.
+      assert.deepEqual(await store.commit({ events: [event('after-kill')], quarantine: [] }), [{ eventId: 'after-kill', duplicate: false }]);
+      await store.checkWritable();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rejects with StoreUnavailableError while the database is unreachable, and recovers when it returns', async () => {
+    const { url } = await scratchDatabase();
+    const target = new URL(url);
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+    const port = await proxy.start(0);
+    target.port = String(port);
+    const store = await openPostgresStore({ url: target.toString(), poolMax: 2, connectTimeoutMs: 1000 });
+    try {
+      assert.deepEqual(await store.commit({ events: [event('before')], quarantine: [] }), [{ eventId: 'before', duplicate: false }]);
+
+      await proxy.stop();
+      await assert.rejects(store.commit({ events: [event('during')], quarantine: [] }), StoreUnavailableError);
+      await assert.rejects(store.checkWritable(), StoreUnavailableError);
+      await assert.rejects(store.listEvents(1, { limit: 10 }), StoreUnavailableError);
+      await assert.rejects(store.keys.list(), StoreUnavailableError);
+
+      await proxy.start(port);
+      assert.deepEqual(await store.commit({ events: [event('after')], quarantine: [] }), [{ eventId: 'after', duplicate: false }]);
+      await store.checkWritable();
+      const page = await store.listEvents(1, { limit: 10 });
+      assert.deepEqual(page.events.map((e) => e.eventId), ['after', 'before']);
+    } finally {
+      await store.close();
+      await proxy.stop();
+    }
+  });
+
+  it('fails to open with StoreUnavailableError when nothing listens', async () => {
+    const closed = new TcpProxy('127.0.0.1', 1);
+    const port = await closed.start(0);
+    await closed.stop();
+    await assert.rejects(openPostgresStore({ url: `postgres://postgres@127.0.0.1:${port}/x`, connectTimeoutMs: 500 }), StoreUnavailableError);
+  });
+});
+
+/** Forwards TCP to PostgreSQL; stop() cuts every connection and refuses new ones, like a network outage. */
+class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+  ) {}
+
+  start(port: number): Promise<number> {
+    const server = createServer((client) => {
+      const upstream = connect(this.port, this.host);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        const address = server.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    if (server?.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
