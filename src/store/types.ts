@@ -147,3 +147,8 @@ export class StoreUnavailableError extends Error {
 export function serverEventId(seq: number | bigint): string {
   return SERVER_EVENT_ID_PREFIX + seq.toString(36).padStart(13, '0');
 }
+
+/** Thrown by listEvents when the cursor was not made by this store (a client error, answered 400). */
+export class InvalidCursorError extends Error {
+  override readonly name = 'InvalidCursorError';
+}

@@ -1,0 +1,70 @@
+/**
+ * Regenerates the README's tables from their sources of truth (event catalogue, settings, error
+ * catalogue). `npm run docs` writes them; test/docs.test.ts fails when the README is stale.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ACTION_NAMES, COMMON_FIELDS, FIELDS, KINDS } from '../src/events/catalogue.js';
+import { SETTINGS } from '../src/config.js';
+import { ERRORS } from '../src/errors.js';
+
+export const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+
+const cell = (s: string) => s.replace(/\|/g, '\\|');
+
+export function renderKinds(): string {
+  const rows = ACTION_NAMES.map((name) => {
+    const k = KINDS[name];
+    const list = (fields: readonly string[]) => (fields.length === 0 ? '–' : fields.map((f) => `\`${f}\``).join(', '));
+    return `| \`${name}\` | ${k.code} | ${list(k.required)} | ${list(k.optional)} | ${cell(k.doc)} |`;
+  });
+  const common = Object.entries(COMMON_FIELDS).map(([name, f]) => `| \`${name}\` | ${f.required ? 'required' : 'optional'} | ${cell(f.doc)} |`);
+  const fields = Object.entries(FIELDS).map(([name, f]) => `| \`${name}\` | ${f.type} | ${cell(f.doc)} |`);
+  return [
+    'Common fields (every kind):',
+    '',
+    '| field | | meaning |',
+    '|---|---|---|',
+    ...common,
+    '',
+    `Event kinds (${ACTION_NAMES.length}):`,
+    '',
+    '| action | code | required | optional | meaning |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    'Kind-specific fields:',
+    '',
+    '| field | type | meaning |',
+    '|---|---|---|',
+    ...fields,
+  ].join('\n');
+}
+
+export function renderSettings(): string {
+  const rows = Object.values(SETTINGS).map((s) => `| \`--${s.flag}\` | \`${s.env}\` | ${s.default === undefined ? '–' : `\`${String(s.default)}\``} | ${cell(s.doc)} |`);
+  return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+export function renderErrors(): string {
+  const rows = Object.entries(ERRORS).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.title)} | ${cell(e.hint)} |`);
+  return ['| code | status | title | what to do |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+const SECTIONS: Record<string, () => string> = { kinds: renderKinds, settings: renderSettings, errors: renderErrors };
+
+/** The README with every generated section replaced by its current rendering. */
+export function regenerate(readme: string): string {
+  let out = readme;
+  for (const [name, render] of Object.entries(SECTIONS)) {
+    const pattern = new RegExp(`(<!-- generated:${name} -->\\n)[\\s\\S]*?(<!-- /generated:${name} -->)`);
+    if (!pattern.test(out)) throw new Error(`README has no generated:${name} section`);
+    out = out.replace(pattern, (_m, open: string, close: string) => open + render() + '\n' + close);
+  }
+  return out;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  writeFileSync(README, regenerate(readFileSync(README, 'utf8')));
+  console.log(`updated ${README}`);
+}

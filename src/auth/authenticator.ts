@@ -1,0 +1,56 @@
+/**
+ * Resolves an X-API-Key to its tenant. Lookups are cached for a few seconds (bounded), so a key
+ * revoked on any node stops working everywhere within `cacheSeconds`, without a database round trip
+ * per request.
+ */
+import { BmError } from '../errors.js';
+import type { KeyStore } from '../store/types.js';
+import { hashKey } from './keys.js';
+
+export interface Tenant {
+  id: number;
+  name: string;
+  keyId: string;
+}
+
+export interface AuthenticatorOptions {
+  keys: KeyStore;
+  cacheSeconds: number;
+  /** Most cached lookups (valid and invalid keys alike). */
+  cacheMax?: number;
+}
+
+const MAX_KEY_LENGTH = 256;
+
+export class Authenticator {
+  private readonly cache = new Map<string, { tenant: Tenant | undefined; until: number }>();
+  private readonly cacheMax: number;
+
+  constructor(private readonly options: AuthenticatorOptions) {
+    this.cacheMax = options.cacheMax ?? 10000;
+  }
+
+  /** The tenant of `key`; throws a 401 BmError when missing, unknown or revoked. */
+  async authenticate(key: string | string[] | undefined): Promise<Tenant> {
+    if (key === undefined || key === '') throw new BmError('BM_ERR_AUTH_MISSING_KEY');
+    if (typeof key !== 'string' || key.length > MAX_KEY_LENGTH) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
+    const hash = hashKey(key);
+    const cacheKey = hash.toString('base64');
+    const now = Date.now();
+    const hit = this.cache.get(cacheKey);
+    let tenant: Tenant | undefined;
+    if (hit !== undefined && hit.until > now) {
+      tenant = hit.tenant;
+    } else {
+      const record = await this.options.keys.findActiveByHash(hash).catch((cause: unknown) => {
+        throw new BmError('BM_ERR_STORE_UNAVAILABLE', 'The key could not be checked: the store is unavailable.', { retryAfter: 1 }, { cause });
+      });
+      tenant = record && { id: record.tenantId, name: record.tenantName, keyId: record.id };
+      if (this.cache.size >= this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.delete(cacheKey);
+      this.cache.set(cacheKey, { tenant, until: now + this.options.cacheSeconds * 1000 });
+    }
+    if (tenant === undefined) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
+    return tenant;
+  }
+}

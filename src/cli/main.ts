@@ -1,0 +1,244 @@
+/**
+ * `bucketmeter serve | keys | quarantine`. Every command works against either store: the same
+ * settings (flags or environment) pick SQLite or PostgreSQL.
+ */
+import cluster from 'node:cluster';
+import { parseArgs } from 'node:util';
+import { generateKey } from '../auth/keys.js';
+import type { Config } from '../config.js';
+import { ConfigError, loadConfig, settingFlags } from '../config.js';
+import { createEventValidator } from '../events/validate.js';
+import { isoSeconds } from '../http/routes/events.js';
+import { replayQuarantine } from '../quarantine/replay.js';
+import { bootstrapKey, createLogger, openStore, startNode } from '../runtime.js';
+import type { QuarantineEntry, Store } from '../store/types.js';
+
+const USAGE = `usage:
+  bucketmeter serve [--port N] [--host H] [--data-dir DIR | --database-url URL] [--workers N] [...]
+  bucketmeter keys create --tenant NAME      prints only the new key (shown once)
+  bucketmeter keys list
+  bucketmeter keys revoke ID
+  bucketmeter quarantine list [--tenant NAME] [--all] [--limit N]
+  bucketmeter quarantine show ID
+  bucketmeter quarantine export [--tenant NAME] [--all]   NDJSON on stdout
+  bucketmeter quarantine replay [--tenant NAME]
+Every setting also has an environment variable; see README "Configuration".`;
+
+class UsageError extends Error {}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { ...settingFlags(), tenant: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [command, sub, arg] = positionals;
+  if (values.help || command === undefined) {
+    process.stdout.write(USAGE + '\n');
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  const config = loadConfig(values, process.env);
+  switch (command) {
+    case 'serve':
+      return serve(config);
+    case 'keys':
+      return withStore(config, (store) => keys(store, sub, arg, values.tenant));
+    case 'quarantine':
+      return withStore(config, (store) => quarantine(store, config, sub, arg, values));
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+async function withStore(config: Config, run: (store: Store) => Promise<number>): Promise<number> {
+  const store = await openStore(config, createLogger('warn'));
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function serve(config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  if (config.workers > 1 && cluster.isPrimary) return servePrimary(config, logger);
+  const store = await openStore(config, logger);
+  if (cluster.isPrimary) await announceBootstrapKey(store);
+  const node = await startNode(config, logger, store);
+  const address = node.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  logger.info({ port, store: store.backend, tls: Boolean(config.tlsCert), pid: process.pid }, 'bucketmeter listening');
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'stopping: no new requests, flushing commits');
+      node.close().then(resolve, (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', stop).once('SIGINT', stop);
+  });
+  logger.info('stopped');
+  return 0;
+}
+
+async function announceBootstrapKey(store: Store): Promise<void> {
+  const key = await bootstrapKey(store);
+  if (key === undefined) return;
+  // Printed on stdout once, on purpose, outside the logger: this is the quickstart's only key.
+  process.stdout.write(`\nNo API key existed: created tenant "default" with this key (shown once, store it now):\n\n  ${key}\n\n`);
+}
+
+async function servePrimary(config: Config, logger: ReturnType<typeof createLogger>): Promise<number> {
+  const store = await openStore(config, logger); // applies migrations once before the workers start
+  await announceBootstrapKey(store);
+  await store.close();
+  let stopping = false;
+  const fork = () => cluster.fork();
+  for (let i = 0; i < config.workers; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+    fork();
+  });
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      stopping = true;
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+      cluster.on('exit', () => {
+        if (Object.keys(cluster.workers ?? {}).length === 0) resolve();
+      });
+    };
+    process.once('SIGTERM', stop).once('SIGINT', stop);
+  });
+  return 0;
+}
+
+async function keys(store: Store, sub: string | undefined, arg: string | undefined, tenant: string | undefined): Promise<number> {
+  const now = Math.floor(Date.now() / 1000);
+  switch (sub) {
+    case 'create': {
+      if (!tenant) throw new UsageError('keys create needs --tenant NAME');
+      const generated = generateKey();
+      await store.keys.create({ id: generated.id, tenantName: tenant, hash: generated.hash, createdAt: now });
+      process.stdout.write(generated.key + '\n');
+      process.stderr.write(`created key ${generated.id} for tenant "${tenant}" (the key is shown once)\n`);
+      return 0;
+    }
+    case 'list': {
+      const rows = await store.keys.list();
+      printTable(
+        ['ID', 'TENANT', 'CREATED', 'REVOKED'],
+        rows.map((k) => [k.id, k.tenantName, isoSeconds(k.createdAt), k.revokedAt === null ? '-' : isoSeconds(k.revokedAt)]),
+      );
+      return 0;
+    }
+    case 'revoke': {
+      if (!arg) throw new UsageError('keys revoke needs a key ID (see keys list)');
+      if (await store.keys.revoke(arg, now)) {
+        process.stdout.write(`revoked ${arg}\n`);
+        return 0;
+      }
+      process.stderr.write(`no active key with id ${arg}\n`);
+      return 1;
+    }
+    default:
+      throw new UsageError('keys needs create, list or revoke');
+  }
+}
+
+async function tenantIdOf(store: Store, name: string | undefined): Promise<number | undefined> {
+  if (name === undefined) return undefined;
+  const key = (await store.keys.list()).find((k) => k.tenantName === name);
+  if (key === undefined) throw new UsageError(`no tenant named "${name}"`);
+  return key.tenantId;
+}
+
+async function quarantine(store: Store, config: Config, sub: string | undefined, arg: string | undefined, values: { tenant?: string; all?: boolean; limit?: string }): Promise<number> {
+  const tenantId = await tenantIdOf(store, values.tenant);
+  const scope = { includeReplayed: values.all === true, ...(tenantId === undefined ? {} : { tenantId }) };
+  switch (sub) {
+    case 'list': {
+      const limit = values.limit === undefined ? 100 : Number(values.limit);
+      if (!Number.isSafeInteger(limit) || limit < 1) throw new UsageError('--limit takes a positive integer');
+      const rows = await store.quarantine.list({ ...scope, limit });
+      printTable(
+        ['ID', 'RECEIVED', 'TENANT', 'CODE', 'SOURCE', 'INDEX', 'FIRST ERROR'],
+        rows.map((q) => [String(q.id), isoSeconds(q.receivedAt), q.tenantName, q.code, q.source, q.index === undefined ? '-' : String(q.index), firstError(q)]),
+      );
+      return 0;
+    }
+    case 'show': {
+      const entry = arg === undefined ? undefined : await store.quarantine.get(Number(arg));
+      if (entry === undefined) {
+        process.stderr.write(`no quarantine entry ${arg ?? ''}\n`);
+        return 1;
+      }
+      process.stdout.write(JSON.stringify(exportable(entry), null, 2) + '\n');
+      return 0;
+    }
+    case 'export': {
+      let afterId = 0;
+      for (;;) {
+        const rows = await store.quarantine.list({ ...scope, afterId, limit: 500 });
+        if (rows.length === 0) return 0;
+        for (const q of rows) process.stdout.write(JSON.stringify(exportable(q)) + '\n');
+        afterId = rows[rows.length - 1]!.id;
+      }
+    }
+    case 'replay': {
+      const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+      const result = await replayQuarantine(store, validator, tenantId === undefined ? {} : { tenantId });
+      process.stdout.write(JSON.stringify(result) + '\n');
+      return 0;
+    }
+    default:
+      throw new UsageError('quarantine needs list, show, export or replay');
+  }
+}
+
+function firstError(q: QuarantineEntry): string {
+  const e = q.errors[0];
+  return e === undefined ? '' : `${e.path || '(body)'}: ${e.message}`.slice(0, 80);
+}
+
+function exportable(q: QuarantineEntry): Record<string, unknown> {
+  const utf8 = q.body.toString('utf8');
+  const isText = Buffer.from(utf8, 'utf8').equals(q.body);
+  return {
+    id: q.id,
+    tenant: q.tenantName,
+    receivedAt: isoSeconds(q.receivedAt),
+    code: q.code,
+    source: q.source,
+    ...(q.index === undefined ? {} : { index: q.index }),
+    errors: q.errors,
+    body: isText ? utf8 : q.body.toString('base64'),
+    bodyEncoding: isText ? 'utf8' : 'base64',
+    truncated: q.truncated,
+    replayedAt: q.replayedAt === null ? null : isoSeconds(q.replayedAt),
+  };
+}
+
+function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
+}
+
+export function runCli(): void {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      if (error instanceof ConfigError || error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+        process.stderr.write(`bucketmeter: ${(error as Error).message}\n${error instanceof ConfigError ? '' : USAGE + '\n'}`);
+        process.exitCode = 2;
+      } else {
+        process.stderr.write(`bucketmeter: ${(error as Error).stack ?? String(error)}\n`);
+        process.exitCode = 1;
+      }
+    },
+  );
+}

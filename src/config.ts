@@ -1,0 +1,105 @@
+/**
+ * Every setting in one place: flag, environment twin, default, meaning. The README's configuration
+ * table is generated from SETTINGS, and `loadConfig` reports every invalid setting at once.
+ */
+
+type Kind = 'int' | 'string' | 'bool';
+
+interface Setting {
+  readonly flag: string;
+  readonly env: string;
+  readonly kind: Kind;
+  readonly default: number | string | boolean | undefined;
+  readonly doc: string;
+  readonly min?: number;
+}
+
+const MiB = 1024 * 1024;
+
+export const SETTINGS = {
+  port: { flag: 'port', env: 'PORT', kind: 'int', default: 8080, min: 0, doc: 'TCP port to listen on (0 = any free port).' },
+  host: { flag: 'host', env: 'HOST', kind: 'string', default: '0.0.0.0', doc: 'Address to listen on.' },
+  dataDir: { flag: 'data-dir', env: 'BUCKETMETER_DATA_DIR', kind: 'string', default: './data', doc: 'Folder of the embedded SQLite database (used when no database URL is given).' },
+  databaseUrl: { flag: 'database-url', env: 'DATABASE_URL', kind: 'string', default: undefined, doc: 'A `postgres://` URL selects the PostgreSQL store instead of embedded SQLite.' },
+  pgPoolMax: { flag: 'pg-pool-max', env: 'BUCKETMETER_PG_POOL_MAX', kind: 'int', default: 8, min: 1, doc: 'Most PostgreSQL connections per process.' },
+  workers: { flag: 'workers', env: 'BUCKETMETER_WORKERS', kind: 'int', default: 1, min: 1, doc: 'HTTP worker processes (node:cluster); more than 1 needs PostgreSQL.' },
+  tlsCert: { flag: 'tls-cert', env: 'BUCKETMETER_TLS_CERT', kind: 'string', default: undefined, doc: 'PEM certificate file: serve HTTPS directly (with --tls-key).' },
+  tlsKey: { flag: 'tls-key', env: 'BUCKETMETER_TLS_KEY', kind: 'string', default: undefined, doc: 'PEM private key file for --tls-cert.' },
+  maxBatchEvents: { flag: 'max-batch-events', env: 'BUCKETMETER_MAX_BATCH_EVENTS', kind: 'int', default: 10000, min: 1, doc: 'Most events in one batch request (more: 413).' },
+  maxBodyBytes: { flag: 'max-body-bytes', env: 'BUCKETMETER_MAX_BODY_BYTES', kind: 'int', default: 10 * MiB, min: 1024, doc: 'Largest request body, after decompression (more: 413).' },
+  maxFutureSeconds: { flag: 'max-future-seconds', env: 'BUCKETMETER_MAX_FUTURE_SECONDS', kind: 'int', default: 900, min: 0, doc: 'How far ahead of server time an event timestamp may be.' },
+  maxExtraBytes: { flag: 'max-extra-bytes', env: 'BUCKETMETER_MAX_EXTRA_BYTES', kind: 'int', default: 4096, min: 0, doc: "Size bound of an event's unknown extra fields (as JSON)." },
+  queueMaxEvents: { flag: 'queue-max-events', env: 'BUCKETMETER_QUEUE_MAX_EVENTS', kind: 'int', default: 50000, min: 1, doc: 'Events waiting for commit before new writes get 503 + Retry-After.' },
+  commitMaxEvents: { flag: 'commit-max-events', env: 'BUCKETMETER_COMMIT_MAX_EVENTS', kind: 'int', default: 10000, min: 1, doc: 'Most events in one group commit.' },
+  quarantineMaxBytes: { flag: 'quarantine-max-bytes', env: 'BUCKETMETER_QUARANTINE_MAX_BYTES', kind: 'int', default: 1 * MiB, min: 1024, doc: 'Most bytes of one rejected input kept in quarantine (the rest is cut, and marked so).' },
+  quarantineRetentionDays: { flag: 'quarantine-retention-days', env: 'BUCKETMETER_QUARANTINE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Quarantine entries older than this are deleted (0 = keep for ever).' },
+  rateLimit: { flag: 'rate-limit', env: 'BUCKETMETER_RATE_LIMIT', kind: 'int', default: 0, min: 0, doc: 'Requests per second allowed per API key (0 = no limit). Over it: 429 + Retry-After.' },
+  keyCacheSeconds: { flag: 'key-cache-seconds', env: 'BUCKETMETER_KEY_CACHE_SECONDS', kind: 'int', default: 2, min: 0, doc: 'How long a key lookup is cached; a revoked key stops working within this time.' },
+  requestTimeoutMs: { flag: 'request-timeout-ms', env: 'BUCKETMETER_REQUEST_TIMEOUT_MS', kind: 'int', default: 30000, min: 1000, doc: 'A request (headers and body) must arrive within this time.' },
+  logLevel: { flag: 'log-level', env: 'LOG_LEVEL', kind: 'string', default: 'info', doc: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
+} as const satisfies Record<string, Setting>;
+
+type SettingName = keyof typeof SETTINGS;
+type ValueOf<S extends Setting> = S['kind'] extends 'int' ? number : S['kind'] extends 'bool' ? boolean : string;
+
+export type Config = {
+  [K in SettingName]: (typeof SETTINGS)[K]['default'] extends undefined
+    ? ValueOf<(typeof SETTINGS)[K]> | undefined
+    : ValueOf<(typeof SETTINGS)[K]>;
+};
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/** Flags for node:util parseArgs, derived from SETTINGS. */
+export function settingFlags(): Record<string, { type: 'string' }> {
+  return Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: 'string' as const }]));
+}
+
+/** Resolves every setting: flag, else environment variable, else default. */
+export function loadConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(SETTINGS) as [SettingName, Setting][]) {
+    const flagValue = flags[s.flag];
+    const raw = typeof flagValue === 'string' ? flagValue : env[s.env];
+    if (raw === undefined || raw === '') {
+      out[name] = s.default;
+      continue;
+    }
+    if (s.kind === 'int') {
+      const n = Number(raw);
+      if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || (s.min !== undefined && n < s.min)) {
+        problems.push(`--${s.flag} / ${s.env}: expected an integer${s.min !== undefined ? ` >= ${s.min}` : ''}, got "${raw}"`);
+        continue;
+      }
+      out[name] = n;
+    } else {
+      out[name] = raw;
+    }
+  }
+  const config = out as Config;
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
+    problems.push('--tls-cert and --tls-key go together: give both or neither');
+  }
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(config.databaseUrl)) {
+    problems.push(`--database-url / DATABASE_URL: expected a postgres:// URL, got "${redactUrl(config.databaseUrl)}"`);
+  }
+  if (config.workers > 1 && config.databaseUrl === undefined) {
+    problems.push('--workers above 1 needs PostgreSQL (--database-url): the embedded SQLite store has one writer');
+  }
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
+    problems.push(`--log-level / LOG_LEVEL: expected fatal|error|warn|info|debug|trace|silent, got "${config.logLevel}"`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** A database URL with its password hidden, for messages and logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}

@@ -1,0 +1,70 @@
+/** Maps any error to an RFC 9457 problem+json reply. The one place where errors meet statuses. */
+import { BmError, ERRORS } from '../errors.js';
+import type { ErrorCode } from '../errors.js';
+
+export interface Problem {
+  status: number;
+  headers: Record<string, string>;
+  body: {
+    type: string;
+    title: string;
+    status: number;
+    detail: string;
+    code: ErrorCode;
+    instance?: string;
+    [extension: string]: unknown;
+  };
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+
+/** Fastify and Node error codes that a client can cause, and what they mean to us. */
+const FRAMEWORK_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'BM_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BM_ERR_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BM_ERR_BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'BM_ERR_BODY_INVALID_JSON',
+  FST_ERR_BAD_URL: 'BM_ERR_BAD_REQUEST',
+  FST_ERR_ASYNC_CONSTRAINT: 'BM_ERR_BAD_REQUEST',
+  ERR_STREAM_PREMATURE_CLOSE: 'BM_ERR_BAD_REQUEST',
+  ECONNRESET: 'BM_ERR_BAD_REQUEST',
+};
+
+const BY_STATUS: Record<number, ErrorCode> = {
+  400: 'BM_ERR_BAD_REQUEST',
+  404: 'BM_ERR_NOT_FOUND',
+  408: 'BM_ERR_REQUEST_TIMEOUT',
+  413: 'BM_ERR_BODY_TOO_LARGE',
+  415: 'BM_ERR_UNSUPPORTED_MEDIA_TYPE',
+};
+
+export function problemTypeUri(code: ErrorCode): string {
+  return `urn:bucketmeter:error:${code}`;
+}
+
+export function toProblem(error: unknown, instance?: string): Problem {
+  const code = codeOf(error);
+  const spec = ERRORS[code];
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
+  let detail: string = spec.hint;
+  const extensions: Record<string, unknown> = {};
+  if (error instanceof BmError) {
+    detail = error.message;
+    const { retryAfter, ...rest } = error.extra;
+    if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
+    Object.assign(extensions, rest);
+  }
+  return {
+    status: spec.status,
+    headers,
+    body: { type: problemTypeUri(code), title: spec.title, status: spec.status, detail, code, ...(instance ? { instance } : {}), ...extensions },
+  };
+}
+
+function codeOf(error: unknown): ErrorCode {
+  if (error instanceof BmError) return error.code;
+  const e = error as { code?: unknown; statusCode?: unknown } | null;
+  if (e && typeof e.code === 'string' && FRAMEWORK_CODES[e.code]) return FRAMEWORK_CODES[e.code]!;
+  if (e && typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) return BY_STATUS[e.statusCode] ?? 'BM_ERR_BAD_REQUEST';
+  return 'BM_ERR_INTERNAL';
+}

@@ -1,0 +1,153 @@
+/**
+ * Group commit with backpressure. Requests submit small units; the committer merges the units that
+ * arrive while the store is busy into one `store.commit()`, so one fsync (SQLite) or one COMMIT
+ * (PostgreSQL) serves many requests. Each caller's promise settles when its own unit is durable.
+ *
+ * Flush triggers: the first unit after an idle moment (on the next turn of the event loop, so
+ * requests parsed in the same turn share it); a commit finishing while units wait; a group reaching
+ * `maxGroupEvents`; close. Past `maxQueueEvents` waiting, `submit` refuses at once (503) instead of
+ * letting memory grow.
+ */
+import { BmError } from '../errors.js';
+import type { CommitUnit, EventOutcome } from '../store/types.js';
+import { StoreUnavailableError } from '../store/types.js';
+
+export interface CommitterOptions {
+  commit: (unit: CommitUnit) => Promise<EventOutcome[]>;
+  /** Most events merged into one commit. */
+  maxGroupEvents: number;
+  /** Most events waiting (queued and committing) before submit refuses. */
+  maxQueueEvents: number;
+  /** Commits allowed at once: 1 for a single-writer store, more for a pooled one. */
+  maxInFlight: number;
+  onCommitError?: (error: unknown) => void;
+}
+
+interface Pending {
+  unit: CommitUnit;
+  size: number;
+  resolve: (outcomes: EventOutcome[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Seconds a client should wait after a refusal. */
+const RETRY_AFTER_SECONDS = 1;
+
+export class Committer {
+  private queue: Pending[] = [];
+  private queuedEvents = 0;
+  private inFlight = 0;
+  private inFlightEvents = 0;
+  private scheduled = false;
+  private closing = false;
+  private idleWaiters: (() => void)[] = [];
+  private lastCommitFailed = false;
+
+  constructor(private readonly options: CommitterOptions) {}
+
+  /** Share of the queue in use, 0..1: the write load that recommendedBatchSize looks at. */
+  get load(): number {
+    return Math.min(1, (this.queuedEvents + this.inFlightEvents) / this.options.maxQueueEvents);
+  }
+
+  /** Whether the most recent commit failed (health reporting). */
+  get failing(): boolean {
+    return this.lastCommitFailed;
+  }
+
+  submit(unit: CommitUnit): Promise<EventOutcome[]> {
+    if (this.closing) return Promise.reject(new BmError('BM_ERR_SHUTTING_DOWN', undefined, { retryAfter: RETRY_AFTER_SECONDS }));
+    const size = Math.max(1, unit.events.length + unit.quarantine.length);
+    const waiting = this.queuedEvents + this.inFlightEvents;
+    // An empty queue always takes the unit, so one batch larger than the queue bound still goes through.
+    if (waiting > 0 && waiting + size > this.options.maxQueueEvents) {
+      return Promise.reject(
+        new BmError('BM_ERR_OVERLOADED', `${waiting} events are waiting for commit; retry shortly.`, { retryAfter: RETRY_AFTER_SECONDS }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ unit, size, resolve, reject });
+      this.queuedEvents += size;
+      this.schedule();
+    });
+  }
+
+  /** Stops taking units and resolves once everything submitted before has settled. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.queue.length === 0 && this.inFlight === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const group = this.takeGroup();
+      void this.commitGroup(group);
+    }
+  }
+
+  private takeGroup(): Pending[] {
+    const group: Pending[] = [];
+    let events = 0;
+    while (this.queue.length > 0) {
+      const next = this.queue[0]!;
+      if (group.length > 0 && events + next.size > this.options.maxGroupEvents) break;
+      group.push(this.queue.shift()!);
+      events += next.size;
+    }
+    this.queuedEvents -= events;
+    this.inFlightEvents += events;
+    return group;
+  }
+
+  private async commitGroup(group: Pending[]): Promise<void> {
+    this.inFlight++;
+    const size = group.reduce((n, p) => n + p.size, 0);
+    try {
+      const outcomes = await this.options.commit(merge(group));
+      this.lastCommitFailed = false;
+      let at = 0;
+      for (const p of group) {
+        const n = p.unit.events.length;
+        p.resolve(outcomes.slice(at, at + n));
+        at += n;
+      }
+    } catch (error) {
+      this.lastCommitFailed = true;
+      this.options.onCommitError?.(error);
+      const reason =
+        error instanceof StoreUnavailableError
+          ? new BmError('BM_ERR_STORE_UNAVAILABLE', undefined, { retryAfter: RETRY_AFTER_SECONDS }, { cause: error })
+          : error;
+      for (const p of group) p.reject(reason);
+    } finally {
+      this.inFlight--;
+      this.inFlightEvents -= size;
+      if (this.queue.length > 0) this.schedule();
+      else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+    }
+  }
+}
+
+function merge(group: Pending[]): CommitUnit {
+  if (group.length === 1) return group[0]!.unit;
+  const unit: CommitUnit = { events: [], quarantine: [] };
+  for (const { unit: u } of group) {
+    for (const e of u.events) unit.events.push(e);
+    for (const q of u.quarantine) unit.quarantine.push(q);
+    if (u.replayed) {
+      unit.replayed ??= { ids: [], at: u.replayed.at };
+      unit.replayed.ids.push(...u.replayed.ids);
+    }
+  }
+  return unit;
+}

@@ -1,0 +1,160 @@
+/**
+ * The write path's domain step: decode a body, validate and normalize each event, and hand one unit
+ * (valid events + quarantine entries for the invalid ones) to the committer. Knows nothing of HTTP.
+ */
+import { isUtf8 } from 'node:buffer';
+import { BmError } from '../errors.js';
+import type { ErrorCode } from '../errors.js';
+import type { FieldError } from '../events/field-error.js';
+import type { EventValidator } from '../events/validate.js';
+import type { CommitUnit, EventToStore, QuarantineInput } from '../store/types.js';
+import type { Committer } from './committer.js';
+
+export interface IngestOptions {
+  committer: Committer;
+  validator: EventValidator;
+  maxBatchEvents: number;
+  quarantineMaxBytes: number;
+  /** Unix seconds now; injectable for tests. */
+  now?: () => number;
+}
+
+export interface SingleResult {
+  eventId: string;
+  duplicate: boolean;
+}
+
+export interface BatchResult {
+  accepted: number;
+  duplicates: number;
+  rejected: { index: number; errors: FieldError[] }[];
+}
+
+type Decoded = { ok: true; value: unknown } | { ok: false; code: ErrorCode; errors: FieldError[] };
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export class IngestService {
+  private readonly now: () => number;
+
+  constructor(private readonly options: IngestOptions) {
+    this.now = options.now ?? nowSeconds;
+  }
+
+  async ingestOne(tenantId: number, body: Buffer, source: string): Promise<SingleResult> {
+    const receivedAt = this.now();
+    const decoded = decodeJson(body);
+    if (!decoded.ok) return this.reject(tenantId, receivedAt, source, decoded.code, decoded.errors, body);
+    const { value } = decoded;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      const errors = [wholeBody('one event as a JSON object', value)];
+      return this.reject(tenantId, receivedAt, source, 'BM_ERR_BODY_NOT_OBJECT', errors, body);
+    }
+    const result = this.options.validator.validate(value, receivedAt);
+    if (!result.ok) return this.reject(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, body);
+    const [outcome] = await this.options.committer.submit({
+      events: [{ tenantId, receivedAt, event: result.event }],
+      quarantine: [],
+    });
+    return outcome!;
+  }
+
+  async ingestBatch(tenantId: number, body: Buffer, source: string): Promise<BatchResult> {
+    const receivedAt = this.now();
+    const decoded = decodeJson(body);
+    if (!decoded.ok) return this.reject(tenantId, receivedAt, source, decoded.code, decoded.errors, body);
+    const { value } = decoded;
+    if (!Array.isArray(value)) {
+      return this.reject(tenantId, receivedAt, source, 'BM_ERR_BODY_NOT_ARRAY', [wholeBody('a JSON array of events', value)], body);
+    }
+    const { maxBatchEvents } = this.options;
+    if (value.length > maxBatchEvents) {
+      const errors = [{ path: '', message: `the batch holds ${value.length} events; at most ${maxBatchEvents} are allowed`, expected: `at most ${maxBatchEvents} events`, received: `array of ${value.length}` }];
+      return this.reject(tenantId, receivedAt, source, 'BM_ERR_BATCH_TOO_MANY_EVENTS', errors, body, { limit: maxBatchEvents });
+    }
+    const events: EventToStore[] = [];
+    const quarantine: QuarantineInput[] = [];
+    const rejected: BatchResult['rejected'] = [];
+    let bodyKeptAt: number | undefined;
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      const result = this.options.validator.validate(item, receivedAt);
+      if (result.ok) {
+        events.push({ tenantId, receivedAt, event: result.event });
+        continue;
+      }
+      rejected.push({ index, errors: result.errors });
+      let kept = serializeItem(item);
+      if (kept === undefined) {
+        // Too deeply nested to serialize again: keep the raw body it came in, once per request.
+        kept = bodyKeptAt === undefined ? body : Buffer.from(JSON.stringify({ sameBodyAsIndex: bodyKeptAt }));
+        bodyKeptAt ??= index;
+      }
+      quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, kept, index));
+    }
+    const outcomes = events.length + quarantine.length > 0 ? await this.options.committer.submit({ events, quarantine }) : [];
+    let duplicates = 0;
+    for (const o of outcomes) if (o.duplicate) duplicates++;
+    return { accepted: outcomes.length - duplicates, duplicates, rejected };
+  }
+
+  /**
+   * Keeps a body the transport layer refused (too large, undecodable, wrong media type) in quarantine,
+   * then throws the coded error for the reply.
+   */
+  async rejectBody(tenantId: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
+    return this.reject(tenantId, this.now(), source, code, errors, body, extra);
+  }
+
+  private async reject(tenantId: number, receivedAt: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
+    const unit: CommitUnit = { events: [], quarantine: [this.quarantineEntry(tenantId, receivedAt, source, code, errors, body)] };
+    await this.options.committer.submit(unit);
+    throw new BmError(code, errors[0]?.message, { errors, ...extra });
+  }
+
+  private quarantineEntry(tenantId: number, receivedAt: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, index?: number): QuarantineInput {
+    const max = this.options.quarantineMaxBytes;
+    const truncated = body.length > max;
+    return {
+      tenantId,
+      receivedAt,
+      code,
+      errors,
+      source,
+      ...(index === undefined ? {} : { index }),
+      body: truncated ? Buffer.from(body.subarray(0, max)) : body,
+      truncated,
+    };
+  }
+}
+
+const BOM = 0xfeff;
+
+/** Parses a body as UTF-8 JSON, refusing invalid UTF-8 rather than silently replacing it. */
+export function decodeJson(body: Buffer): Decoded {
+  if (!isUtf8(body)) {
+    return { ok: false, code: 'BM_ERR_BODY_INVALID_JSON', errors: [{ path: '', message: 'the body is not valid UTF-8', expected: 'UTF-8 JSON', received: `${body.length} bytes` }] };
+  }
+  let text = body.toString('utf8');
+  if (text.charCodeAt(0) === BOM) text = text.slice(1);
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, code: 'BM_ERR_BODY_INVALID_JSON', errors: [{ path: '', message: `the body is not valid JSON: ${reason}`, expected: 'JSON', received: `${body.length} bytes` }] };
+  }
+}
+
+/** An item's JSON for quarantine, or undefined when it nests too deeply for JSON.stringify. */
+export function serializeItem(item: unknown): Buffer | undefined {
+  try {
+    return Buffer.from(JSON.stringify(item) ?? 'null');
+  } catch {
+    return undefined;
+  }
+}
+
+function wholeBody(expected: string, value: unknown): FieldError {
+  const received = value === null ? 'null' : Array.isArray(value) ? `array of ${value.length}` : typeof value;
+  return { path: '', message: `the body must be ${expected}`, expected, received };
+}

@@ -1,0 +1,110 @@
+/**
+ * Assembles a running node from its configuration: store → committer → ingest service → HTTP server.
+ * Everything is built once here and handed down; nothing below reaches back up.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import { Authenticator } from './auth/authenticator.js';
+import { generateKey } from './auth/keys.js';
+import { RateLimiter } from './auth/rate-limit.js';
+import type { Config } from './config.js';
+import { redactUrl } from './config.js';
+import { createEventValidator } from './events/validate.js';
+import { buildHttpServer } from './http/server.js';
+import { Committer } from './ingest/committer.js';
+import { IngestService } from './ingest/service.js';
+import type { Store } from './store/types.js';
+
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    // Keys must never reach a log, whatever a future log line decides to include.
+    redact: { paths: ['req.headers["x-api-key"]', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'key', 'apiKey'], censor: '[redacted]' },
+  });
+}
+
+export async function openStore(config: Config, logger: Logger): Promise<Store> {
+  if (config.databaseUrl !== undefined) {
+    const { openPostgresStore } = await import('./store/postgres/index.js');
+    logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
+    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger });
+  }
+  const { openSqliteStore } = await import('./store/sqlite/index.js');
+  mkdirSync(config.dataDir, { recursive: true });
+  return openSqliteStore({ path: join(config.dataDir, 'bucketmeter.db'), logger });
+}
+
+/** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */
+export async function bootstrapKey(store: Store): Promise<string | undefined> {
+  const generated = generateKey();
+  const created = await store.keys.createIfNone({ id: generated.id, tenantName: 'default', hash: generated.hash, createdAt: Math.floor(Date.now() / 1000) });
+  return created ? generated.key : undefined;
+}
+
+/** The batch size to recommend: larger batches when the write queue fills, so clients send fewer requests. */
+export function recommendBatchSize(maxBatchEvents: number, load: number): number {
+  const clientCap = 1000; // existing clients never send more than 1,000 per batch
+  const base = load > 0.5 ? 1000 : 500;
+  return Math.max(1, Math.min(base, clientCap, maxBatchEvents));
+}
+
+export interface Node {
+  app: FastifyInstance;
+  store: Store;
+  committer: Committer;
+  /** Stops accepting, finishes in-flight requests, flushes the committer, closes the store. */
+  close(): Promise<void>;
+}
+
+export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+  const committer = new Committer({
+    commit: (unit) => store.commit(unit),
+    maxGroupEvents: config.commitMaxEvents,
+    maxQueueEvents: config.queueMaxEvents,
+    maxInFlight: store.backend === 'sqlite' ? 1 : Math.max(1, config.pgPoolMax - 1),
+    onCommitError: (err) => logger.warn({ err }, 'commit failed; requests answered 503'),
+  });
+  const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+  const ingest = new IngestService({ committer, validator, maxBatchEvents: config.maxBatchEvents, quarantineMaxBytes: config.quarantineMaxBytes });
+  const app = await buildHttpServer({
+    logger,
+    store,
+    ingest,
+    authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
+    ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
+    recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
+    limits: { maxBodyBytes: config.maxBodyBytes, quarantineMaxBytes: config.quarantineMaxBytes },
+    requestTimeoutMs: config.requestTimeoutMs,
+    ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),
+  });
+
+  const purge = async () => {
+    if (config.quarantineRetentionDays === 0) return;
+    const before = Math.floor(Date.now() / 1000) - config.quarantineRetentionDays * 86400;
+    const removed = await store.quarantine.purgeBefore(before).catch((err: unknown) => {
+      logger.warn({ err }, 'quarantine retention purge failed; will retry');
+      return 0;
+    });
+    if (removed > 0) logger.info({ removed }, 'quarantine entries past retention deleted');
+  };
+  await purge();
+  const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
+
+  await app.listen({ port: config.port, host: config.host });
+  let closing: Promise<void> | undefined;
+  return {
+    app,
+    store,
+    committer,
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(purgeTimer);
+        await app.close();
+        await committer.close();
+        await store.close();
+      })()),
+  };
+}

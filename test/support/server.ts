@@ -1,0 +1,124 @@
+/** Starts the real `bin/bucketmeter` in a child process, as users run it, and talks to it over HTTP. */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+export const BIN = join(ROOT, 'bin/bucketmeter');
+
+export function tempDir(prefix = 'bm-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  /** The key printed on first start, when the store had none. */
+  bootstrapKey: string | undefined;
+  child: ChildProcess;
+  /** Everything the process wrote, stdout and stderr. */
+  output(): string;
+  /** SIGTERM and wait for exit; resolves the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for the process to be gone. */
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  /** Defaults to http. */
+  protocol?: 'http' | 'https';
+}
+
+export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
+  const args = ['serve', '--port', '0', '--host', '127.0.0.1', ...(options.args ?? [])];
+  if (options.dataDir !== undefined) args.push('--data-dir', options.dataDir);
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...options.env };
+  if (options.dataDir !== undefined && options.env?.DATABASE_URL === undefined) delete env.DATABASE_URL;
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let bootstrapKey: string | undefined;
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const port = await new Promise<number>((ready, fail) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      bootstrapKey ??= /^\s+(bmk_[A-Za-z0-9_-]+)\s*$/m.exec(output)?.[1];
+      const listening = /"port":(\d+)[^\n]*"msg":"bucketmeter listening"/.exec(output);
+      if (listening) ready(Number(listening[1]));
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then((code) => fail(new Error(`server exited (${code}) before listening:\n${output}`)));
+    setTimeout(() => fail(new Error(`server did not start in 20 s:\n${output}`)), 20_000).unref();
+  });
+  const protocol = options.protocol ?? 'http';
+  return {
+    url: `${protocol}://127.0.0.1:${port}`,
+    port,
+    bootstrapKey,
+    child,
+    output: () => output,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('exit', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+/** Creates a key for `tenant` with the CLI and returns it. */
+export async function createKey(tenant: string, storeArgs: string[]): Promise<string> {
+  const result = await runCli(['keys', 'create', '--tenant', tenant, ...storeArgs]);
+  if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+/** One HTTP request; the reply's body read whole and parsed when it is JSON. */
+export async function request(url: string, init: { method?: string; key?: string; body?: unknown; raw?: Buffer | string; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { 'user-agent': 'bucketmeter-tests', ...(init.key ? { 'x-api-key': init.key } : {}), ...init.headers };
+  let body: Buffer | string | undefined = init.raw;
+  if (init.body !== undefined) {
+    body = JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(url, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, ...(body === undefined ? {} : { body: body as BodyInit }) });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
