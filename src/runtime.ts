@@ -18,12 +18,13 @@ import { Committer } from './ingest/committer.js';
 import { IngestService } from './ingest/service.js';
 import type { Store } from './store/types.js';
 
-export function createLogger(level: string): Logger {
+/** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
+export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
   return pino({
     level,
     // Keys must never reach a log, whatever a future log line decides to include.
     redact: { paths: ['req.headers["x-api-key"]', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'key', 'apiKey'], censor: '[redacted]' },
-  });
+  }, pino.destination({ dest: destination, sync: true }));
 }
 
 export async function openStore(config: Config, logger: Logger): Promise<Store> {

@@ -51,7 +51,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function withStore(config: Config, run: (store: Store) => Promise<number>): Promise<number> {
-  const store = await openStore(config, createLogger('warn'));
+  const store = await openStore(config, createLogger('warn', 2));
   try {
     return await run(store);
   } finally {
@@ -79,6 +79,8 @@ async function serve(config: Config): Promise<number> {
     process.once('SIGTERM', stop).once('SIGINT', stop);
   });
   logger.info('stopped');
+  // A cluster worker's IPC channel would keep it alive after a clean stop.
+  if (cluster.isWorker) process.disconnect();
   return 0;
 }
 

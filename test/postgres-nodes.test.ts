@@ -1,0 +1,153 @@
+/**
+ * Many stateless nodes on one PostgreSQL database, as real processes: exactly-once across nodes,
+ * a database connection cut mid-load, `serve --workers`, and every CLI command against PostgreSQL.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { minimalWireEvent } from './support/events.js';
+import { allStoredIds, runLoad } from './support/load.js';
+import { createKey, request, runCli, startServer } from './support/server.js';
+import type { ServerProcess } from './support/server.js';
+import { startTcpProxy, viaProxy } from './support/tcp-proxy.js';
+
+const BASE_URL = process.env.TEST_DATABASE_URL;
+const SKIP = BASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL multi-node tests SKIPPED';
+
+describe('PostgreSQL: several nodes', { skip: SKIP }, () => {
+  let databaseUrl: string;
+  let admin: pg.Client;
+  const dbName = `bm_nodes_${process.pid}_${Date.now()}`;
+
+  before(async () => {
+    admin = new pg.Client({ connectionString: BASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = new URL(BASE_URL!);
+    url.pathname = `/${dbName}`;
+    databaseUrl = url.toString();
+  });
+  after(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  const pgArgs = () => ['--database-url', databaseUrl];
+
+  it('two serve processes receiving the same events concurrently store each exactly once', async () => {
+    const key = await createKey('nodes', pgArgs());
+    const [a, b] = await Promise.all([startServer({ args: pgArgs() }), startServer({ args: pgArgs() })]);
+    try {
+      const events = Array.from({ length: 600 }, (_, i) => ({ ...(minimalWireEvent('GetObject') as object), eventId: `twice-${i}`, objectKey: `k/${i}` }));
+      const send = async (server: ServerProcess, order: number[]) => {
+        let fresh = 0;
+        for (let at = 0; at < order.length; at += 8) {
+          const slice = order.slice(at, at + 8);
+          const replies = await Promise.all(slice.map((i) => request(`${server.url}/s3`, { key, body: events[i] })));
+          for (const reply of replies) {
+            assert.equal(reply.status, 200, reply.text);
+            if (!reply.json.duplicate) fresh++;
+          }
+        }
+        return fresh;
+      };
+      const forward = events.map((_, i) => i);
+      const batches = async (server: ServerProcess) => {
+        let fresh = 0;
+        for (let at = 0; at < events.length; at += 100) {
+          const reply = await request(`${server.url}/s3/batch`, { key, body: events.slice(at, at + 100) });
+          assert.equal(reply.status, 200, reply.text);
+          fresh += reply.json.accepted;
+        }
+        return fresh;
+      };
+      const counts = await Promise.all([send(a, forward), send(b, [...forward].reverse()), batches(a), batches(b)]);
+      assert.equal(counts.reduce((x, y) => x + y, 0), events.length, 'each event reported stored exactly once in all');
+      const stored = await allStoredIds(a.url, key);
+      assert.equal(stored.length, events.length);
+      assert.equal(new Set(stored).size, events.length);
+      assert.deepEqual(await allStoredIds(b.url, key), stored, 'both nodes see the same events');
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it('a cut database connection mid-load: 503 + Retry-After, no false acknowledgement, recovery by itself', async () => {
+    const key = await createKey('outage', pgArgs());
+    const proxy = await startTcpProxy(new URL(databaseUrl).hostname, Number(new URL(databaseUrl).port || 5432));
+    const server = await startServer({ args: ['--database-url', viaProxy(databaseUrl, proxy)] });
+    try {
+      let stop!: () => void;
+      const until = new Promise<void>((resolve) => (stop = resolve));
+      const loading = runLoad({ url: server.url, key, connections: 16, batchEvery: 4, batchSize: 25, prefix: 'cut', until });
+      await sleep(700);
+      proxy.cut();
+      await sleep(300);
+      const during = await request(`${server.url}/s3`, { key, body: { ...(minimalWireEvent('ListBuckets') as object), eventId: 'during-cut' } });
+      assert.equal(during.status, 503, during.text);
+      assert.equal(during.json.code, 'BM_ERR_STORE_UNAVAILABLE');
+      assert.ok(Number(during.headers.get('retry-after')) >= 1);
+      assert.equal((await request(`${server.url}/healthz`)).status, 503);
+      await sleep(1200);
+      proxy.restore();
+      const deadline = Date.now() + 15_000;
+      while ((await request(`${server.url}/healthz`)).status !== 200) {
+        assert.ok(Date.now() < deadline, 'healthz back to 200 within 15 s of the database returning');
+        await sleep(200);
+      }
+      await sleep(500);
+      stop();
+      const load = await loading;
+      assert.ok(load.statuses.get(503)! > 0, `some requests were refused during the cut: ${JSON.stringify([...load.statuses])}`);
+      assert.equal([...load.statuses.keys()].filter((s) => s !== 200 && s !== 503).length, 0, `only 200 and 503: ${JSON.stringify([...load.statuses])}`);
+      const after = await request(`${server.url}/s3`, { key, body: minimalWireEvent('ListBuckets') });
+      assert.equal(after.status, 200, 'writes work again');
+
+      const stored = new Set(await allStoredIds(server.url, key));
+      const lost = [...load.acknowledged].filter((id) => !stored.has(id));
+      assert.deepEqual(lost, [], 'every acknowledged event is stored');
+      assert.ok(!stored.has('during-cut'), 'the refused event was not stored');
+      for (const id of stored) if (id.startsWith('cut-')) assert.ok(load.sent.has(id));
+    } finally {
+      await server.stop();
+      await proxy.close();
+    }
+  });
+
+  it('serve --workers 2 serves from two processes on one database', async () => {
+    const key = await createKey('workers', pgArgs());
+    const server = await startServer({ args: [...pgArgs(), '--workers', '2'] });
+    try {
+      const listening = () => new Set([...server.output().matchAll(/"pid":(\d+)[^\n]*"msg":"bucketmeter listening"/g)].map((m) => Number(m[1])));
+      const deadline = Date.now() + 15_000;
+      while (listening().size < 2 && Date.now() < deadline) await sleep(100);
+      assert.equal(listening().size, 2, 'two workers listening');
+      const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => request(`${server.url}/s3`, { key, body: { ...(minimalWireEvent('HeadBucket') as object), eventId: `w-${i}` } })));
+      for (const reply of replies) assert.equal(reply.status, 200);
+      assert.equal((await allStoredIds(server.url, key)).length, 40);
+      assert.equal(await server.stop(), 0);
+    } finally {
+      await server.stop().catch(() => undefined);
+    }
+  });
+
+  it('keys and quarantine commands work against PostgreSQL', async () => {
+    const key = await createKey('cli-pg', pgArgs());
+    const list = await runCli(['keys', 'list', ...pgArgs()]);
+    assert.match(list.stdout, /cli-pg/);
+    const server = await startServer({ args: pgArgs() });
+    try {
+      assert.equal((await request(`${server.url}/s3`, { key, body: { action: 'Unknown', timestamp: '2024-05-01T12:00:00Z', provider: 'aws' } })).status, 400);
+    } finally {
+      await server.stop();
+    }
+    const exported = await runCli(['quarantine', 'export', '--tenant', 'cli-pg', ...pgArgs()]);
+    assert.equal(exported.code, 0, exported.stderr);
+    const entries = exported.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(entries.length, 1);
+    assert.equal(JSON.parse(entries[0].body).action, 'Unknown');
+    const id = list.stdout.split('\n').find((l) => l.includes('cli-pg'))!.split(/\s+/)[0]!;
+    assert.equal((await runCli(['keys', 'revoke', id, ...pgArgs()])).code, 0);
+  });
+});
