@@ -4,19 +4,22 @@
  * NOTHING, sequence ids, events insert); only the way the rows reach the server differs:
  *
  *   unnest  one statement, one array parameter per column (what the store does)
- *   values  one prepared statement with a multi-row VALUES list, one parameter per field
+ *   values  one prepared statement with a multi-row VALUES list, one parameter per field; prepared
+ *           once per row count, and (second line) parsed and planned afresh, which is what units of
+ *           varying size get
  *   copy    BEGIN; COPY into a per-connection temp staging table; the statement reads it; COMMIT
  *   raw     COPY straight into events: no dedup, no sequence (the ceiling, not a candidate)
  *
  * Events are the reference mix (bench/mix.ts) normalized by the real validator, measured twice: as
  * the mix has it (2% carry a client eventId) and with an eventId on every event (dedup at its
  * dearest); on loopback, and again through a proxy that adds a network round trip (--rtt-ms, 0 to
- * skip). Runs are interleaved (unnest, values, copy, raw, unnest, ...) so table growth hits all
- * alike; the figure reported is the median of the runs. Then 200k reference-mix events are written
+ * skip). Within a run the methods take turns unit by unit, so table growth and load from elsewhere
+ * on the machine hit all alike; the figure reported is the median of the runs. Then 200k reference-mix events are written
  * through the real store into a fresh database to measure bytes per event.
  *
  *   node dist/bench/pg-insert-methods.js [--url postgres://postgres@127.0.0.1:5432/postgres]
- *     [--units 100] [--unit-size 1000] [--runs 3] [--rtt-ms 2] [--size-events 200000] [--tenants 1]
+ *     [--units 100] [--unit-size 1000] [--runs 3] [--rtt-ms 2] [--size-events 200000]
+ *     [--size-id-share 0.02] [--tenants 1]
  */
 import { randomUUID } from 'node:crypto';
 import { connect, createServer } from 'node:net';
@@ -55,6 +58,7 @@ const { values: args } = parseArgs({
     'size-events': { type: 'string', default: '200000' },
     tenants: { type: 'string', default: '1' },
     'rtt-ms': { type: 'string', default: '2' },
+    'size-id-share': { type: 'string', default: '0.02' },
   },
 });
 const UNITS = Number(args.units);
@@ -63,6 +67,7 @@ const RUNS = Number(args.runs);
 const SIZE_EVENTS = Number(args['size-events']);
 const TENANTS = Number(args.tenants);
 const RTT_MS = Number(args['rtt-ms']);
+const SIZE_ID_SHARE = Number(args['size-id-share']);
 
 // ---- Realistic events: the reference mix (bench/mix.ts), normalized by the real validator ----
 
@@ -92,21 +97,28 @@ type Method = (client: PoolClient, columns: EventColumns, rows: number) => Promi
 const NO_QUARANTINE: unknown[] = [[], [], [], [], [], [], [], [], [], null];
 const columnArrays = (columns: EventColumns) => INPUT_COLUMNS.map(([name]) => columns[name]);
 
+const UNNEST_SQL = commitSql(UNNEST_INPUT);
 const unnest: Method = async (client, columns) => {
-  const result = await client.query({ name: 'bench_unnest', text: commitSql(UNNEST_INPUT), values: [...NO_QUARANTINE, ...columnArrays(columns)] });
+  const result = await client.query({ name: 'bench_unnest', text: UNNEST_SQL, values: [...NO_QUARANTINE, ...columnArrays(columns)] });
   return result.rowCount ?? 0;
 };
 
-const values: Method = async (client, columns, rows) => {
-  const width = INPUT_COLUMNS.length;
-  const tuples = Array.from(
-    { length: rows },
-    (_, r) => `(${INPUT_COLUMNS.map(([, type], c) => `$${QUARANTINE_PARAMS + r * width + c + 1}::${type}`).join(', ')})`,
-  );
+/** One statement text per row count, built once (a statement is prepared per text). */
+const valuesSql = new Map<number, string>();
+const valuesWith = (prepared: boolean): Method => async (client, columns, rows) => {
+  let text = valuesSql.get(rows);
+  if (text === undefined) {
+    const width = INPUT_COLUMNS.length;
+    const tuples = Array.from(
+      { length: rows },
+      (_, r) => `(${INPUT_COLUMNS.map(([, type], c) => `$${QUARANTINE_PARAMS + r * width + c + 1}::${type}`).join(', ')})`,
+    );
+    text = commitSql(`(VALUES ${tuples.join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`);
+    valuesSql.set(rows, text);
+  }
   const params: unknown[] = [...NO_QUARANTINE];
   for (let r = 0; r < rows; r++) for (const [name] of INPUT_COLUMNS) params.push(columns[name][r]);
-  const input = `(VALUES ${tuples.join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
-  const result = await client.query({ name: `bench_values_${rows}`, text: commitSql(input), values: params });
+  const result = await client.query(prepared ? { name: `bench_values_${rows}`, text, values: params } : { text, values: params });
   return result.rowCount ?? 0;
 };
 
@@ -153,7 +165,9 @@ const raw: Method = async (client, columns, rows) => {
 
 const METHODS: [string, Method][] = [
   ['unnest', unnest],
-  ['values', values],
+  ['values', valuesWith(true)],
+  // What VALUES costs when unit sizes vary, as they do: every new row count is a new statement.
+  ['values, parsed and planned each unit', valuesWith(false)],
   ['copy', copy],
   ['raw COPY (no dedup, ceiling)', raw],
 ];
@@ -175,21 +189,29 @@ async function withDatabase<T>(prefix: string, run: (url: string) => Promise<T>)
   }
 }
 
-/** Units of UNIT_SIZE events; 2% of the eventIds are client retries of ids stored by earlier units. */
-function makeUnits(count: number, next: () => EventToStore, earlierIds: string[]): EventToStore[][] {
+/**
+ * Units of UNIT_SIZE events; 2% of the eventIds are client retries of ids already stored (taken
+ * from `storedIds`, which the caller extends with `rememberIds` once the units are committed).
+ */
+function makeUnits(count: number, next: () => EventToStore, storedIds: readonly string[]): EventToStore[][] {
   return Array.from({ length: count }, () => {
     const unit = Array.from({ length: UNIT_SIZE }, next);
     const inUnit = new Set<string>();
     for (const { event } of unit) {
       if (event.eventId === undefined) continue;
-      const retry = earlierIds[Math.floor(Math.random() * earlierIds.length)];
+      const retry = storedIds[Math.floor(Math.random() * storedIds.length)];
       // The store removes in-unit repeats before its statement; so must the bench.
       if (Math.random() < 0.02 && retry !== undefined && !inUnit.has(retry)) event.eventId = retry;
       inUnit.add(event.eventId);
     }
-    for (const id of inUnit) if (earlierIds.length < 100_000) earlierIds.push(id);
     return unit;
   });
+}
+
+function rememberIds(units: EventToStore[][], storedIds: string[]): void {
+  for (const unit of units) {
+    for (const { event } of unit) if (event.eventId !== undefined && storedIds.length < 100_000) storedIds.push(event.eventId);
+  }
 }
 
 /** Everything a commit does before its statement: dictionary ids (cached) and encoding. */
@@ -255,10 +277,12 @@ async function compareMethods(idShare: number, rttMs: number): Promise<void> {
     const dictionary = new Dictionary(pool);
     const client = await pool.connect();
     const next = eventSource(1, now, idShare, TENANTS);
-    const earlierIds: string[] = [];
+    const storedIds: string[] = [];
     // Warm-up: dictionary cache, prepared statements, catalog caches.
     for (const [, method] of METHODS) {
-      for (const unit of makeUnits(2, next, earlierIds)) await method(client, await prepare(dictionary, unit), unit.length);
+      const units = makeUnits(2, next, storedIds);
+      for (const unit of units) await method(client, await prepare(dictionary, unit), unit.length);
+      rememberIds(units, storedIds);
     }
     const rates = new Map<string, number[]>(METHODS.map(([name]) => [name, []]));
     const started = performance.now();
@@ -266,21 +290,32 @@ async function compareMethods(idShare: number, rttMs: number): Promise<void> {
     const network = `${rttMs > 0 ? 'through the delay proxy' : 'loopback'}, SELECT 1 takes ${((performance.now() - started) / 20).toFixed(2)} ms`;
     console.log(`\n${Math.round(idShare * 100)}% of events with a client eventId, ${network}; ${UNITS} units of ${UNIT_SIZE} per run, one connection, one unit at a time`);
     for (let run = 1; run <= RUNS; run++) {
-      for (const [name, method] of METHODS) {
-        const units = makeUnits(UNITS, next, earlierIds);
-        const started = process.hrtime.bigint();
-        let stored = 0;
-        for (const unit of units) stored += await method(client, await prepare(dictionary, unit), unit.length);
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        rates.get(name)?.push((UNITS * UNIT_SIZE) / seconds);
-        console.log(`  run ${run} ${name.padEnd(30)} ${format(rates.get(name)?.at(-1) ?? 0)} events/s  (${stored} stored)`);
+      const lanes = METHODS.map(([name, method]) => ({ name, method, units: makeUnits(UNITS, next, storedIds), seconds: 0, stored: 0 }));
+      // Unit by unit, taking turns in rotating order, so that load from elsewhere on the machine
+      // falls on every method alike.
+      for (let u = 0; u < UNITS; u++) {
+        for (let k = 0; k < lanes.length; k++) {
+          const lane = lanes[(u + k) % lanes.length];
+          const unit = lane?.units[u];
+          if (lane === undefined || unit === undefined) continue;
+          const started = process.hrtime.bigint();
+          lane.stored += await lane.method(client, await prepare(dictionary, unit), unit.length);
+          lane.seconds += Number(process.hrtime.bigint() - started) / 1e9;
+        }
+      }
+      for (const lane of lanes) {
+        // Raw COPY bypasses event_ids: its ids are not stored as far as dedup is concerned.
+        if (lane.method !== raw) rememberIds(lane.units, storedIds);
+        const rate = (UNITS * UNIT_SIZE) / lane.seconds;
+        rates.get(lane.name)?.push(rate);
+        console.log(`  run ${run} ${lane.name.padEnd(38)} ${format(rate)} events/s  (${lane.stored} stored)`);
       }
     }
     client.release();
     await pool.end();
     await proxy?.close();
     console.log(`  median of ${RUNS}:`);
-    for (const [name, values] of rates) console.log(`        ${name.padEnd(30)} ${format(median(values))} events/s`);
+    for (const [name, values] of rates) console.log(`        ${name.padEnd(38)} ${format(median(values))} events/s`);
   });
 }
 
@@ -290,7 +325,7 @@ async function measureSize(): Promise<void> {
   await withDatabase('bm_size', async (url) => {
     const store = await openPostgresStore({ url });
     const now = Math.floor(Date.now() / 1000);
-    const next = eventSource(2, now, REFERENCE_ID_SHARE, TENANTS);
+    const next = eventSource(2, now, SIZE_ID_SHARE, TENANTS);
     for (let done = 0; done < SIZE_EVENTS; done += UNIT_SIZE) {
       await store.commit({ events: Array.from({ length: Math.min(UNIT_SIZE, SIZE_EVENTS - done) }, next), quarantine: [] });
     }
@@ -309,7 +344,8 @@ async function measureSize(): Promise<void> {
     const count = Number(rows[0]?.bytes);
     let events = 0;
     let all = 0;
-    console.log(`\nBytes per event, ${count.toLocaleString('en-US')} reference-mix events, ${TENANTS} tenant(s), after VACUUM ANALYZE:`);
+    const shape = `${Math.round(SIZE_ID_SHARE * 100)}% with a client eventId, ${TENANTS} tenant(s)`;
+    console.log(`\nBytes per event, ${count.toLocaleString('en-US')} reference-mix events (${shape}), after VACUUM ANALYZE:`);
     for (const { name, bytes } of rows.slice(1)) {
       if (name.startsWith('events') || name.startsWith('index')) events += Number(bytes);
       all += Number(bytes);

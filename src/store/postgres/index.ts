@@ -42,8 +42,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   const maintainPartitions = async () => {
     try {
-      const created = await ensurePartitions(pool, Math.floor(Date.now() / 1000), MONTHS_AHEAD);
-      if (created.length > 0) logger?.warn({ partitions: created }, 'created event partitions');
+      await ensurePartitions(pool, Math.floor(Date.now() / 1000), MONTHS_AHEAD);
     } catch (err) {
       // Not fatal: rows outside existing partitions land in events_default; the next run retries.
       logger?.warn({ err }, 'could not create event partitions');
