@@ -37,8 +37,8 @@ export interface StartOptions {
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
   const args = ['serve', '--port', '0', '--host', '127.0.0.1', ...(options.args ?? [])];
   if (options.dataDir !== undefined) args.push('--data-dir', options.dataDir);
-  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...options.env };
-  if (options.dataDir !== undefined && options.env?.DATABASE_URL === undefined) delete env.DATABASE_URL;
+  // The store is chosen by the test's flags only, never by a DATABASE_URL that happens to be set.
+  const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: undefined, LOG_LEVEL: 'info', ...options.env };
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let bootstrapKey: string | undefined;
@@ -81,7 +81,7 @@ export interface CliResult {
 
 export function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: undefined, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
