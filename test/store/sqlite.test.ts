@@ -12,6 +12,7 @@ import { openConnection } from '../../src/store/sqlite/connection.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { ObjectKeyIds, hashObjectKey, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { EventReader } from '../../src/store/sqlite/read-events.js';
 import type { CommitUnit } from '../../src/store/types.js';
 import { T0, fullEvent, getObject, listAll, newTenant, storeContract } from './contract.js';
@@ -222,6 +223,72 @@ describe('sqlite store', () => {
       }
       assert.equal((await listAll(store, a.tenantId)).length, 7);
       db.close();
+      await store.close();
+    } finally {
+      await temp.remove();
+    }
+  });
+
+  it('object keys whose hashes collide get the next free ids, found again by probing', async () => {
+    const temp = await tempDir();
+    try {
+      const db = openConnection(join(temp.dir, 'collide.db'), 1000);
+      migrate(db, MIGRATIONS, () => T0);
+      const s = prepareObjectKeys(db);
+      const top = 0x7fffffff;
+      const writer = new ObjectKeyIds(() => top);
+      const added: string[] = [];
+      // The probe wraps around from the largest id to 0.
+      assert.deepEqual(['a', 'b', 'c', 'a', 'b'].map((key) => writer.id(s, key, added)), [top, 0, 1, top, 0]);
+      assert.deepEqual(added, ['a', 'b', 'c']);
+      // A writer with nothing cached (another process, or after a restart) finds the same ids.
+      const fresh = new ObjectKeyIds(() => top);
+      const none: string[] = [];
+      assert.deepEqual(['c', 'b', 'a', 'd'].map((key) => fresh.id(s, key, none)), [1, 0, top, 2]);
+      assert.deepEqual(none, ['d']);
+      assert.deepEqual(db.prepare('SELECT id, value FROM object_keys ORDER BY id').raw().all(), [[0, 'b'], [1, 'c'], [2, 'd'], [top, 'a']]);
+      db.close();
+    } finally {
+      await temp.remove();
+    }
+  });
+
+  it('an object key whose hash is taken by another key is stored and read back as itself', async () => {
+    const temp = await tempDir();
+    const path = join(temp.dir, 'planted.db');
+    try {
+      const store = await openSqliteStore({ path });
+      const { tenantId } = await newTenant(store);
+      // Another key already holds the id that 'photos/cat.jpg' hashes to: a real collision, planted.
+      const id = hashObjectKey('photos/cat.jpg');
+      const other = new Database(path);
+      other.prepare('INSERT INTO object_keys (id, value) VALUES (?, ?)').run(id, 'photos/dog.jpg');
+      other.close();
+      const keys = ['photos/cat.jpg', 'photos/dog.jpg', 'photos/cat.jpg'];
+      await store.commit({ events: keys.map((objectKey, i) => ({ tenantId, receivedAt: T0, event: getObject(T0 + i, { objectKey }) })), quarantine: [] });
+      assert.deepEqual((await listAll(store, tenantId)).map((e) => e.objectKey).reverse(), keys);
+      const check = new Database(path, { readonly: true });
+      const ids = check.prepare('SELECT value, id FROM object_keys ORDER BY value').raw().all() as [string, number][];
+      check.close();
+      assert.equal(ids.length, 3, 'the colliding key is stored once, under another id');
+      assert.equal(ids.find(([value]) => value === 'photos/cat.jpg')![1], id + 1);
+      await store.close();
+    } finally {
+      await temp.remove();
+    }
+  });
+
+  it('an event whose object key row is missing fails the read instead of losing the key', async () => {
+    const temp = await tempDir();
+    const path = join(temp.dir, 'missing.db');
+    try {
+      const store = await openSqliteStore({ path });
+      const { tenantId } = await newTenant(store);
+      await store.commit({ events: [{ tenantId, receivedAt: T0, event: getObject(T0, { objectKey: 'gone' }) }], quarantine: [] });
+      const other = new Database(path);
+      other.exec('DELETE FROM object_keys');
+      other.close();
+      await assert.rejects(store.listEvents(tenantId, { limit: 10 }), /object key id \d+ is missing/);
       await store.close();
     } finally {
       await temp.remove();

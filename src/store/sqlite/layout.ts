@@ -36,6 +36,8 @@ export const FIELD_COLUMNS = [
 /** Positions within FIELD_COLUMNS. */
 export const F_DICT = 0;
 export const F_TEXTS = F_DICT + DICT_FIELDS.length;
+/** objectKey's position within TEXT_FIELDS: its column holds an object_keys id, not the text. */
+export const T_OBJECT_KEY = TEXT_FIELDS.indexOf('objectKey');
 export const F_INTS = F_TEXTS + TEXT_FIELDS.length;
 export const F_BILLABLE = F_INTS + INT_FIELDS.length;
 export const F_EVENT_ID = F_BILLABLE + 1;

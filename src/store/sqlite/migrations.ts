@@ -35,6 +35,13 @@ CREATE TABLE dict (
   value TEXT NOT NULL UNIQUE
 ) STRICT;
 
+-- Object keys, each stored once; events.object_key holds the id. The id is a hash of the key (see
+-- object-keys.ts), so lookups go by rowid and the table needs no index on value. Never changed or deleted.
+CREATE TABLE object_keys (
+  id INTEGER PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
 -- Named counters. event_seq is the last event seq handed out: seqs come from here, not from max(rowid),
 -- so deleting the newest events can never make a server event id be reused.
 CREATE TABLE counters (
@@ -59,7 +66,7 @@ CREATE TABLE events (
   client_id INTEGER,
   bucket INTEGER,
   object_category INTEGER,
-  object_key TEXT,
+  object_key INTEGER,
   version_id TEXT,
   upload_id TEXT,
   bytes INTEGER,

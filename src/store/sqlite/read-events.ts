@@ -7,12 +7,16 @@ import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
 import { InvalidCursorError, serverEventId } from '../types.js';
 import type { EventPage, EventQuery, StoredEvent } from '../types.js';
 import type { Connection } from './connection.js';
-import { FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS } from './layout.js';
+import { FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, T_OBJECT_KEY } from './layout.js';
 
 const DICT_CACHE_LIMIT = 200_000;
 
 const FIXED_COLUMNS = ['seq', 'timestamp', 'received_after', 'action'];
 const COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS].join(', ');
+// The object key comes from object_keys, joined by id: a rowid lookup per row returned. A missing
+// row gives the bare id, which #decode refuses.
+const KEYED_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS.map((c, i) => (i === F_TEXTS + T_OBJECT_KEY ? 'ifnull(k.value, object_key)' : c))].join(', ');
+const JOIN_KEYS = 'LEFT JOIN object_keys k ON k.id = object_key';
 const C_DICT = FIXED_COLUMNS.length + F_DICT;
 const C_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
 const C_INTS = FIXED_COLUMNS.length + F_INTS;
@@ -94,7 +98,9 @@ export class EventReader {
         where.push('seq < ?');
         params.push(before);
       }
-      const sql = `SELECT ${COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
+      // Joined after the sort and LIMIT: joined inside, every match of the range would be looked up.
+      const page = `SELECT ${COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
+      const sql = `SELECT ${KEYED_COLUMNS} FROM (${page}) ${JOIN_KEYS} ORDER BY seq DESC`;
       rows = this.#statement(sql).all([...params, want]) as Row[];
     }
     const more = rows.length > query.limit;
@@ -110,7 +116,7 @@ export class EventReader {
    * serves ingestion.
    */
   async #walk(where: string[], params: number[], before: number | undefined, want: number): Promise<Row[]> {
-    const sql = `SELECT ${COLUMNS} FROM events NOT INDEXED WHERE ${where.join(' AND ')} AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT ?`;
+    const sql = `SELECT ${KEYED_COLUMNS} FROM events NOT INDEXED ${JOIN_KEYS} WHERE ${where.join(' AND ')} AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT ?`;
     const statement = this.#statement(sql);
     const rows: Row[] = [];
     let upper = before ?? (this.#maxSeq.get() as number) + 1;
@@ -145,7 +151,8 @@ export class EventReader {
       if (id !== null) event[DICT_FIELDS[f]!] = this.#value(id);
     }
     for (let f = 0; f < TEXT_FIELDS.length; f++) {
-      const value = row[C_TEXTS + f] as string | null;
+      const value = row[C_TEXTS + f] as string | number | null;
+      if (typeof value === 'number') throw new Error(`object key id ${value} is missing`);
       if (value !== null) event[TEXT_FIELDS[f]!] = value;
     }
     for (let f = 0; f < INT_FIELDS.length; f++) {

@@ -8,9 +8,10 @@ import { openConnection, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import {
   FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, N_ACTION, N_BILLABLE, N_INTS,
-  N_RECEIVED_AT, N_TENANT, N_TIMESTAMP, NUMS_PER_EVENT, STRS_PER_EVENT, S_EVENT_ID, S_REST, S_TEXTS,
+  N_RECEIVED_AT, N_TENANT, N_TIMESTAMP, NUMS_PER_EVENT, STRS_PER_EVENT, S_EVENT_ID, S_REST, S_TEXTS, T_OBJECT_KEY,
 } from './layout.js';
 import type { PackedUnit } from './layout.js';
+import { ObjectKeyIds, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
@@ -37,6 +38,7 @@ function prepare(db: Connection) {
     setLastSeq: db.prepare("UPDATE counters SET value = ? WHERE name = 'event_seq'"),
     dictFind: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
     dictAdd: db.prepare('INSERT INTO dict (value) VALUES (?)'),
+    objectKeys: prepareObjectKeys(db),
     insert: db.prepare(INSERT_EVENT),
     // A duplicate (tenant, event_id), stored earlier or earlier in this unit, inserts nothing.
     insertOnce: db.prepare(`${INSERT_EVENT} ON CONFLICT (tenant, event_id) WHERE event_id IS NOT NULL DO NOTHING`),
@@ -59,16 +61,19 @@ class Writer {
   #statements: Statements | undefined;
   /** value → id of committed dictionary rows only (see commit's rollback handling). */
   readonly #dict = new Map<string, number>();
+  readonly #objectKeys = new ObjectKeyIds();
 
   constructor(private readonly data: WriterData) {}
 
   commit(unit: PackedUnit): Float64Array<ArrayBuffer> {
     const s = this.#open();
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
+    this.#objectKeys.trim();
     const { count, nums, strs } = unit;
     const seqs = new Float64Array(count);
     // Dictionary values first inserted by this unit: their ids vanish if the unit rolls back.
     const added: string[] = [];
+    const addedKeys: string[] = [];
     const args = new Array<unknown>(EVENT_COLUMNS.length);
     try {
       s.begin.run();
@@ -83,7 +88,10 @@ class Writer {
         args[3] = nums[n + N_RECEIVED_AT]! - timestamp;
         args[4] = nums[n + N_ACTION];
         for (let f = 0; f < DICT_FIELDS.length; f++) args[A_DICT + f] = this.#dictId(s, strs[o + f] ?? null, added);
-        for (let f = 0; f < TEXT_FIELDS.length; f++) args[A_TEXTS + f] = strs[o + S_TEXTS + f];
+        for (let f = 0; f < TEXT_FIELDS.length; f++) {
+          const text = strs[o + S_TEXTS + f] ?? null;
+          args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys.id(s.objectKeys, text, addedKeys) : text;
+        }
         for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
         args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
         const eventId = strs[o + S_EVENT_ID] ?? null;
@@ -108,6 +116,7 @@ class Writer {
       return seqs;
     } catch (err) {
       for (const value of added) this.#dict.delete(value);
+      this.#objectKeys.forget(addedKeys);
       this.#reset();
       throw err;
     }
