@@ -22,8 +22,10 @@ export const ERRORS = {
   BM_ERR_OVERLOADED: { status: 503, title: 'Server overloaded', hint: 'The write queue is full; retry after the Retry-After seconds.' },
   BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; nothing from this request was stored. Retry after the Retry-After seconds.' },
   BM_ERR_SHUTTING_DOWN: { status: 503, title: 'Shutting down', hint: 'This node is stopping; retry (another node, or this one after restart).' },
-  BM_ERR_REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', hint: 'The request body did not arrive in time.' },
+  BM_ERR_REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', hint: 'The request (headers and body) did not arrive in time.' },
   BM_ERR_BAD_REQUEST: { status: 400, title: 'Bad request', hint: 'The HTTP request is malformed.' },
+  BM_ERR_HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large', hint: 'Send smaller headers: together they exceed 16 KiB.' },
+  BM_ERR_EXPECTATION_FAILED: { status: 417, title: 'Expectation failed', hint: 'Send no Expect header, or Expect: 100-continue.' },
   BM_ERR_INTERNAL: { status: 500, title: 'Internal error', hint: 'A bug in bucketmeter; please report it with the log line of this request.' },
 } as const satisfies Record<string, { status: number; title: string; hint: string }>;
 

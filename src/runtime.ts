@@ -52,6 +52,9 @@ export function recommendBatchSize(maxBatchEvents: number, load: number): number
   return Math.max(1, Math.min(base, clientCap, maxBatchEvents));
 }
 
+const COMMIT_FAILURE_MEMORY_MS = 5000;
+const COMMIT_WARNING_INTERVAL_MS = 10_000;
+
 export interface Node {
   app: FastifyInstance;
   store: Store;
@@ -61,12 +64,18 @@ export interface Node {
 }
 
 export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+  let commitWarnedAt = -Infinity;
   const committer = new Committer({
     commit: (unit) => store.commit(unit),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
     maxInFlight: store.backend === 'sqlite' ? 1 : Math.max(1, config.pgPoolMax - 1),
-    onCommitError: (err) => logger.warn({ err }, 'commit failed; requests answered 503'),
+    // While the store is down every commit fails, hundreds a second: one line per interval is enough.
+    onCommitError: (err) => {
+      if (Date.now() - commitWarnedAt < COMMIT_WARNING_INTERVAL_MS) return;
+      commitWarnedAt = Date.now();
+      logger.warn({ err }, `commit failed; requests answered 503 (further failures within ${COMMIT_WARNING_INTERVAL_MS / 1000} s not logged)`);
+    },
   });
   const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
   const ingest = new IngestService({ committer, validator, maxBatchEvents: config.maxBatchEvents, quarantineMaxBytes: config.quarantineMaxBytes });
@@ -77,6 +86,9 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
+    // Long enough to span the gaps between commits under load; short enough that a node taken out of
+    // rotation (and so sent no writes) reports healthy again soon after the store recovers.
+    commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS),
     limits: { maxBodyBytes: config.maxBodyBytes, quarantineMaxBytes: config.quarantineMaxBytes },
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),

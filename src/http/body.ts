@@ -41,10 +41,7 @@ export async function readBody(stream: Readable, headers: IncomingHttpHeaders, l
   if (!complete || bytes.length > maxBodyBytes) {
     return tooLarge(bytes.subarray(0, quarantineMaxBytes), maxBodyBytes, Number.isFinite(declared) ? declared : undefined);
   }
-  if (!isJsonMediaType(headers['content-type'])) {
-    const received = headers['content-type'] === undefined ? 'no Content-Type' : JSON.stringify(headers['content-type'].slice(0, 100));
-    return { bytes, problem: { code: 'BM_ERR_UNSUPPORTED_MEDIA_TYPE', errors: [{ path: '', message: 'the body must be sent as application/json', expected: 'Content-Type: application/json', received }] } };
-  }
+  if (!isJsonMediaType(headers['content-type'])) return { bytes, problem: notJsonProblem(headers['content-type']) };
   if (encoding === 'identity') return { bytes };
   const decode = encoding === 'gzip' || encoding === 'x-gzip' ? gunzipAsync : encoding === 'deflate' ? inflateAsync : undefined;
   if (decode === undefined) {
@@ -57,6 +54,11 @@ export async function readBody(stream: Readable, headers: IncomingHttpHeaders, l
     const reason = error instanceof Error ? error.message : String(error);
     return { bytes, problem: { code: 'BM_ERR_BODY_BAD_ENCODING', errors: [{ path: '', message: `the body could not be decompressed (${encoding}): ${reason}`, expected: `${encoding} data`, received: `${bytes.length} bytes` }] } };
   }
+}
+
+export function notJsonProblem(contentType: string | undefined): NonNullable<RawBody['problem']> {
+  const received = contentType === undefined ? 'no Content-Type' : JSON.stringify(contentType.slice(0, 100));
+  return { code: 'BM_ERR_UNSUPPORTED_MEDIA_TYPE', errors: [{ path: '', message: 'the body must be sent as application/json', expected: 'Content-Type: application/json', received }] };
 }
 
 function tooLarge(kept: Buffer, limit: number, declared: number | undefined, decompressed = false): RawBody {

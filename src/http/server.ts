@@ -2,12 +2,16 @@
  * The HTTP driver: decodes requests into calls on the runtime's services and maps their results and
  * errors to replies. Holds no business rules of its own.
  */
+import { STATUS_CODES } from 'node:http';
+import type { ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { LogController } from 'fastify';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticator, Tenant } from '../auth/authenticator.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { BmError } from '../errors.js';
+import type { ErrorCode } from '../errors.js';
 import type { IngestService } from '../ingest/service.js';
 import type { Store } from '../store/types.js';
 import { InvalidCursorError } from '../store/types.js';
@@ -35,13 +39,24 @@ export interface HttpDeps {
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
+  commitsFailing: () => boolean;
   limits: BodyLimits;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
 }
 
+/** The Expect value Node itself handles (its own test). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
-  const options: FastifyServerOptions & { https?: { cert: Buffer; key: Buffer } } = {
+  const server: ServerOptions = {
+    // Node's defaults let headers take 60 s and look at both timeouts only every 30 s.
+    headersTimeout: deps.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(deps.requestTimeoutMs / 4)),
+    // Node would answer a request without Host with an empty 400; the onRequest hook answers it.
+    requireHostHeader: false,
+  };
+  const options: FastifyServerOptions & { http?: ServerOptions; https?: ServerOptions & { cert: Buffer; key: Buffer } } = {
     loggerInstance: deps.logger,
     // One log line per request costs more than the request at our rates; errors are logged below.
     logController: new LogController({ disableRequestLogging: true }),
@@ -51,9 +66,18 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     maxRequestsPerSocket: 0,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    ...(deps.tls ? { https: deps.tls } : {}),
+    ...(deps.tls ? { https: { ...server, ...deps.tls } } : { http: server }),
+    // Requests Node or the router refuse before any route runs get problem+json too.
+    clientErrorHandler(error, socket) {
+      answerClientError(deps.logger, error, socket);
+    },
+    frameworkErrors: (error, request, reply) => sendProblem(error, request, reply),
   };
   const app = Fastify(options) as unknown as FastifyInstance;
+  // Node answers an unknown Expect with an empty 417; the onRequest hook answers it.
+  app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+  // Node closes a CONNECT request's socket without a word when nothing listens for it.
+  app.server.on('connect', (_req, socket: Socket) => answerOnSocket(socket, new BmError('BM_ERR_NOT_FOUND', 'CONNECT is not supported.')));
 
   app.decorateRequest('tenant', null as unknown as Tenant);
 
@@ -66,6 +90,9 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   });
 
   app.addHook('onRequest', async (request, reply) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) throw new BmError('BM_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
+    const expect = request.headers.expect;
+    if (expect !== undefined && !CONTINUE.test(expect)) throw new BmError('BM_ERR_EXPECTATION_FAILED');
     // Unknown routes answer 404 whatever the key; /healthz needs none.
     if (request.routeOptions.url === undefined || request.routeOptions.config.auth === false) return;
     request.tenant = await deps.authenticator.authenticate(request.headers['x-api-key']);
@@ -78,22 +105,48 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     void reply.code(problem.status).headers(problem.headers).send(problem.body);
   });
 
-  app.setErrorHandler((error, request, reply) => {
-    const mapped = error instanceof InvalidCursorError ? new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made by this server', { errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' }] }) : error;
-    const problem = toProblem(mapped, request.url.split('?', 1)[0]);
-    if (problem.status >= 500) {
-      const level = problem.body.code === 'BM_ERR_INTERNAL' ? 'error' : 'warn';
-      request.log[level]({ err: error, code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request failed');
-    } else {
-      request.log.debug({ code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request refused');
-    }
-    // A body we stopped reading must not be drained: close the connection after the reply.
-    if (problem.status === 413 || problem.status === 408) reply.header('connection', 'close');
-    void reply.code(problem.status).headers(problem.headers).send(problem.body);
-  });
+  app.setErrorHandler(sendProblem);
 
-  await app.register(statusRoutes({ store: deps.store, recommendedBatchSize: deps.recommendedBatchSize }));
-  await app.register(ingestRoutes(deps.ingest));
+  await app.register(statusRoutes({ store: deps.store, recommendedBatchSize: deps.recommendedBatchSize, commitsFailing: deps.commitsFailing }));
+  await app.register(ingestRoutes(deps.ingest, deps.limits));
   await app.register(eventsRoutes(deps.store));
   return app;
+}
+
+function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const mapped = error instanceof InvalidCursorError ? new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made by this server', { errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' }] }) : error;
+  const problem = toProblem(mapped, request.url.split('?', 1)[0]);
+  if (problem.body.code === 'BM_ERR_INTERNAL') {
+    request.log.error({ err: error, code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request failed');
+  } else {
+    // Refusals, 503s included, come by the thousand under overload or an outage: a line with a stack
+    // each would spend the CPU the server lacks. Store failures are logged where commits fail.
+    request.log.debug({ code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request refused');
+  }
+  // A body we stopped reading must not be drained: close the connection after the reply.
+  if (problem.status === 413 || problem.status === 408) reply.header('connection', 'close');
+  void reply.code(problem.status).headers(problem.headers).send(problem.body);
+}
+
+/** Node's parser refused the request, or it took too long: answer on the socket itself, then close it. */
+function answerClientError(logger: Logger, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ErrorCode = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'BM_ERR_REQUEST_TIMEOUT' : error.code === 'HPE_HEADER_OVERFLOW' ? 'BM_ERR_HEADERS_TOO_LARGE' : 'BM_ERR_BAD_REQUEST';
+  // Not the error itself: its rawPacket is the request as received, API key included.
+  logger.debug({ code, cause: error.code }, 'request refused by the HTTP parser');
+  // A reply already started (a slow handler, not a slow client) cannot be replaced.
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+  if (inFlight?.headersSent === true) socket.destroy();
+  else answerOnSocket(socket, new BmError(code));
+}
+
+/** Writes a problem+json reply straight to a socket that no request owns, then closes it. */
+function answerOnSocket(socket: Socket, error: BmError): void {
+  if (socket.writable) {
+    const problem = toProblem(error);
+    const body = JSON.stringify(problem.body);
+    const head = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+    socket.write(`HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n${head}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }

@@ -41,7 +41,8 @@ export class Committer {
   private scheduled = false;
   private closing = false;
   private idleWaiters: (() => void)[] = [];
-  private lastCommitFailed = false;
+  /** When the most recent commit failed (Date.now()); undefined once one succeeds. */
+  private failedAt: number | undefined;
 
   constructor(private readonly options: CommitterOptions) {}
 
@@ -50,21 +51,24 @@ export class Committer {
     return Math.min(1, (this.queuedEvents + this.inFlightEvents) / this.options.maxQueueEvents);
   }
 
-  /** Whether the most recent commit failed (health reporting). */
-  get failing(): boolean {
-    return this.lastCommitFailed;
+  /** Whether the most recent commit failed, less than `ms` ago (health reporting). */
+  failedWithin(ms: number): boolean {
+    return this.failedAt !== undefined && Date.now() - this.failedAt < ms;
+  }
+
+  /**
+   * Throws the refusal that a write would get now (queue full, or closing), so that a request can be
+   * refused before its body is read: parsing bodies only to refuse them spends the CPU commits need.
+   */
+  admit(): void {
+    const refusal = this.refusal(1);
+    if (refusal !== undefined) throw refusal;
   }
 
   submit(unit: CommitUnit): Promise<EventOutcome[]> {
-    if (this.closing) return Promise.reject(new BmError('BM_ERR_SHUTTING_DOWN', undefined, { retryAfter: RETRY_AFTER_SECONDS }));
     const size = Math.max(1, unit.events.length + unit.quarantine.length);
-    const waiting = this.queuedEvents + this.inFlightEvents;
-    // An empty queue always takes the unit, so one batch larger than the queue bound still goes through.
-    if (waiting > 0 && waiting + size > this.options.maxQueueEvents) {
-      return Promise.reject(
-        new BmError('BM_ERR_OVERLOADED', `${waiting} events are waiting for commit; retry shortly.`, { retryAfter: RETRY_AFTER_SECONDS }),
-      );
-    }
+    const refusal = this.refusal(size);
+    if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise((resolve, reject) => {
       this.queue.push({ unit, size, resolve, reject });
       this.queuedEvents += size;
@@ -77,6 +81,16 @@ export class Committer {
     this.closing = true;
     if (this.queue.length === 0 && this.inFlight === 0) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private refusal(size: number): BmError | undefined {
+    if (this.closing) return new BmError('BM_ERR_SHUTTING_DOWN', undefined, { retryAfter: RETRY_AFTER_SECONDS });
+    const waiting = this.queuedEvents + this.inFlightEvents;
+    // An empty queue always takes the unit, so one batch larger than the queue bound still goes through.
+    if (waiting > 0 && waiting + size > this.options.maxQueueEvents) {
+      return new BmError('BM_ERR_OVERLOADED', `${waiting} events are waiting for commit; retry shortly.`, { retryAfter: RETRY_AFTER_SECONDS });
+    }
+    return undefined;
   }
 
   private schedule(): void {
@@ -114,7 +128,7 @@ export class Committer {
     const size = group.reduce((n, p) => n + p.size, 0);
     try {
       const outcomes = await this.options.commit(merge(group));
-      this.lastCommitFailed = false;
+      this.failedAt = undefined;
       let at = 0;
       for (const p of group) {
         const n = p.unit.events.length;
@@ -122,7 +136,7 @@ export class Committer {
         at += n;
       }
     } catch (error) {
-      this.lastCommitFailed = true;
+      this.failedAt = Date.now();
       this.options.onCommitError?.(error);
       const reason =
         error instanceof StoreUnavailableError

@@ -41,6 +41,11 @@ export class IngestService {
     this.now = options.now ?? nowSeconds;
   }
 
+  /** Throws the 503 a write would get now, before its body is read (see Committer.admit). */
+  admit(): void {
+    this.options.committer.admit();
+  }
+
   async ingestOne(tenantId: number, body: Buffer, source: string): Promise<SingleResult> {
     const receivedAt = this.now();
     const decoded = decodeJson(body);

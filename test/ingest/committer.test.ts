@@ -83,7 +83,7 @@ describe('Committer', () => {
     await store.close();
     const committer = new Committer({ commit: (u) => store.commit(u), maxGroupEvents: 1000, maxQueueEvents: 1000, maxInFlight: 1 });
     await assert.rejects(committer.submit(unit('x')), (error: unknown) => error instanceof BmError && error.code === 'BM_ERR_STORE_UNAVAILABLE' && error.status === 503);
-    assert.equal(committer.failing, true);
+    assert.equal(committer.failedWithin(60_000), true);
   });
 
   it('close waits for pending units and refuses new ones', () =>

@@ -5,6 +5,10 @@ export interface LoadResult {
   sent: Set<string>;
   acknowledged: Set<string>;
   statuses: Map<number, number>;
+  /** Problem codes of the refusals. */
+  codes: Map<string, number>;
+  /** Refusals that are not problem+json, or 429/503 without Retry-After (the first few). */
+  malformed: string[];
   networkErrors: number;
 }
 
@@ -24,7 +28,7 @@ export interface LoadOptions {
 
 /** Sends until `until` settles or the server goes away; a 200 marks each of its events acknowledged. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), networkErrors: 0 };
+  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), codes: new Map(), malformed: [], networkErrors: 0 };
   let stop = false;
   void options.until.then(() => (stop = true), () => (stop = true));
   let counter = 0;
@@ -49,6 +53,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             if (body.accepted !== ids.length || body.rejected.length > 0) throw new Error(`batch not fully accepted: ${text}`);
           }
           for (const id of ids) result.acknowledged.add(id);
+        } else {
+          const code = /"code":"(\w+)"/.exec(text)?.[1] ?? 'none';
+          result.codes.set(code, (result.codes.get(code) ?? 0) + 1);
+          const problemJson = response.headers.get('content-type')?.startsWith('application/problem+json') === true;
+          const retryAfter = response.headers.get('retry-after') !== null || (response.status !== 429 && response.status !== 503);
+          if ((!problemJson || !retryAfter) && result.malformed.length < 10) result.malformed.push(`${response.status} ${response.headers.get('content-type')} retry-after ${response.headers.get('retry-after')}: ${text.slice(0, 200)}`);
         }
       } catch (error) {
         if (error instanceof Error && error.message.startsWith('batch not fully')) throw error;

@@ -1,7 +1,8 @@
 /** POST single-event and batch ingestion, under the spec's paths and the wire format's /s3 aliases. */
 import type { FastifyInstance } from 'fastify';
 import type { IngestService } from '../../ingest/service.js';
-import type { RawBody } from '../body.js';
+import { notJsonProblem, readBody } from '../body.js';
+import type { BodyLimits, RawBody } from '../body.js';
 
 const SINGLE_PATHS = ['/storage', '/storage/singleCopy', '/s3', '/s3/single'];
 const BATCH_PATHS = ['/storage/batch', '/s3/batch'];
@@ -40,8 +41,10 @@ const batchReply = {
   },
 };
 
-export function ingestRoutes(ingest: IngestService) {
+export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
   return async function (app: FastifyInstance): Promise<void> {
+    // After the key check (a root hook), before the body is read.
+    app.addHook('onRequest', async () => ingest.admit());
     const bodyOf = async (body: RawBody | undefined, tenantId: number, source: string): Promise<Buffer> => {
       const raw = body ?? { bytes: Buffer.alloc(0) };
       if (raw.problem) {
@@ -50,6 +53,13 @@ export function ingestRoutes(ingest: IngestService) {
       }
       return raw.bytes;
     };
+    // Fastify refuses a Content-Type it cannot parse (e.g. `json`) before any body parser runs: read the
+    // body here, so that it is refused and kept in quarantine like any other body that is not JSON.
+    app.setErrorHandler(async (error, request) => {
+      if ((error as { code?: string }).code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') throw error;
+      const raw = await readBody(request.raw, request.headers, limits);
+      await bodyOf({ bytes: raw.bytes, problem: raw.problem ?? notJsonProblem(request.headers['content-type']) }, request.tenant.id, `POST ${request.routeOptions.url}`);
+    });
 
     for (const url of SINGLE_PATHS) {
       const source = `POST ${url}`;

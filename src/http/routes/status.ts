@@ -7,6 +7,8 @@ export interface StatusDeps {
   store: Store;
   /** The batch size to recommend now. */
   recommendedBatchSize: () => number;
+  /** Whether commits are failing now, even if the store's small probe write still passes. */
+  commitsFailing: () => boolean;
 }
 
 const HEALTH_TIMEOUT_MS = 2000;
@@ -26,6 +28,8 @@ export function statusRoutes(deps: StatusDeps) {
         timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS);
       });
       try {
+        // A full disk can leave room for the probe's one row but not for a commit's pages.
+        if (deps.commitsFailing()) throw new Error('the last commit failed');
         await Promise.race([deps.store.checkWritable(), timeout]);
       } catch (cause) {
         throw new BmError('BM_ERR_STORE_UNAVAILABLE', `The ${deps.store.backend} store cannot take writes: ${(cause as Error).message}`, { retryAfter: 1 }, { cause });
