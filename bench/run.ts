@@ -1,0 +1,396 @@
+/**
+ * `npm run bench`: measures bucketmeter against its baselines and its targets, one phase after the
+ * other, each phase repeated (rounds interleave the phases, so slow drift of the machine spreads over
+ * all of them), and reports medians. Server and load generator run as separate processes pinned to
+ * different cores (taskset); this process only orchestrates and samples /proc.
+ *
+ *   npm run bench -- [--quick] [--runs N] [--database-url URL] [--only PHASE|GROUP,...] [--cpu-prof PHASE]
+ *                    [--node-flags="--max-semi-space-size=32 ..."]   (V8/Node flags for the bucketmeter server)
+ *                    [--nice=-10]   (niceness of the measured processes, for a machine others use)
+ *
+ * PostgreSQL phases run when --database-url or BENCH_DATABASE_URL is given: each run creates a schema of
+ * its own in that database (CREATE SCHEMA rights needed), points the server at it through the URL's
+ * search_path, and drops it afterwards.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { Client } from 'pg';
+import type { LoadResult, LoadSpec } from './loadgen.js';
+import { NOISY_CORES, phases, STREAMS } from './phases.js';
+import type { Phase } from './phases.js';
+import { coreShares, coreTimes, cpuSeconds, MemorySampler, threadCpuSeconds, threadSplit, ROOT, benchMessage, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
+import type { Child, CoreTimes } from './proc.js';
+import { formatProfile, summarizeProfile } from './profile.js';
+import type { RawInsertResult, RawInsertSpec } from './raw-insert.js';
+import { describeMachine, renderReport, summarize, updateDocs } from './report.js';
+import type { BenchResults, DiskResult, RunRecord, Settings } from './report.js';
+
+const SERVER_CPU = 0;
+const LOAD_CPU = 1;
+
+function readSettings(): Settings {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      runs: { type: 'string' },
+      'database-url': { type: 'string' },
+      only: { type: 'string', multiple: true },
+      'cpu-prof': { type: 'string' },
+      'node-flags': { type: 'string' },
+      nice: { type: 'string' },
+      'no-docs': { type: 'boolean', default: false },
+    },
+  });
+  const quick = values.quick === true;
+  const runs = Number(values.runs ?? (quick ? 1 : 3));
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: expected a positive integer, got ${values.runs}`);
+  const nice = values.nice === undefined ? undefined : Number(values.nice);
+  if (nice !== undefined && (!Number.isInteger(nice) || nice < -20 || nice > 19)) throw new Error(`--nice: expected an integer -20..19, got ${values.nice}`);
+  const databaseUrl = values['database-url'] ?? process.env.BENCH_DATABASE_URL;
+  const only = values.only?.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  return {
+    mode: quick ? 'quick' : 'full',
+    runs,
+    warmupSec: quick ? 1 : 3,
+    durationSec: quick ? 3 : 10,
+    sustainedSec: quick ? 15 : 60,
+    flatWindowSec: quick ? 5 : 10,
+    rawRows: quick ? 50_000 : 300_000,
+    rawTxRows: 1000,
+    quietWaitSec: quick ? 5 : 60,
+    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(nice !== undefined ? { nice } : {}),
+    ...(only && only.length > 0 ? { only } : {}),
+    ...(values['cpu-prof'] ? { cpuProf: values['cpu-prof'] } : {}),
+    ...(values['node-flags'] ? { nodeFlags: values['node-flags'].split(/\s+/).filter((f) => f !== '') } : {}),
+    docs: !quick && !values['no-docs'] && only === undefined && values.runs === undefined && values['cpu-prof'] === undefined && values['node-flags'] === undefined,
+  };
+}
+
+const cpu = (core: number) => (TASKSET ? core : undefined);
+
+/** Task CPU of everything on the machine but this process over `ms`, in cores. */
+async function busyCores(ms: number): Promise<number> {
+  const before = coreTimes();
+  const self = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const used = process.cpuUsage(self);
+  const tasks = Object.values(coreShares(before, coreTimes())).reduce((sum, c) => sum + c.tasks, 0);
+  return Math.max(0, tasks - (used.user + used.system) / 1e3 / ms);
+}
+
+/**
+ * Waits (up to `maxSec`) until other processes leave the machine nearly idle, so that a phase does
+ * not start while, say, a test suite runs. Returns the seconds waited and the load it started with.
+ */
+async function waitForQuiet(maxSec: number): Promise<{ waitedSec: number; busyCores: number }> {
+  const started = Date.now();
+  for (;;) {
+    const busy = await busyCores(1000);
+    const waitedSec = (Date.now() - started) / 1000;
+    if (busy <= NOISY_CORES || waitedSec >= maxSec) return { waitedSec, busyCores: busy };
+  }
+}
+
+function dirBytes(dir: string): { bytes: number; files: Record<string, number> } {
+  const files: Record<string, number> = {};
+  let bytes = 0;
+  for (const name of readdirSync(dir)) {
+    const size = statSync(join(dir, name)).size;
+    files[name] = size;
+    bytes += size;
+  }
+  return { bytes, files };
+}
+
+/** Bytes of the stopped server's database files, and the events in them (file opened read-only). */
+function sqliteDisk(dir: string, acknowledged: number): DiskResult {
+  const { bytes, files } = dirBytes(dir);
+  const db = new Database(join(dir, 'bucketmeter.db'), { readonly: true, fileMustExist: true });
+  try {
+    const events = (db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+    const objects = db.prepare('SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC').all() as { name: string; bytes: number }[];
+    return { bytes, files, events, acknowledged, bytesPerEvent: bytes / events, objects };
+  } finally {
+    db.close();
+  }
+}
+
+/** A PostgreSQL schema of its own for one run, and the URL that selects it. */
+class PgSchema {
+  readonly name = `bm_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  readonly url: string;
+
+  constructor(private readonly baseUrl: string) {
+    const url = new URL(baseUrl);
+    url.searchParams.set('options', `-c search_path=${this.name}`);
+    this.url = url.toString();
+  }
+
+  private async withClient<T>(run: (client: Client) => Promise<T>): Promise<T> {
+    const client = new Client({ connectionString: this.baseUrl });
+    await client.connect();
+    try {
+      return await run(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  create(): Promise<void> {
+    return this.withClient(async (c) => void (await c.query(`CREATE SCHEMA ${this.name}`)));
+  }
+
+  drop(): Promise<void> {
+    return this.withClient(async (c) => void (await c.query(`DROP SCHEMA IF EXISTS ${this.name} CASCADE`)));
+  }
+
+  disk(acknowledged: number): Promise<DiskResult> {
+    return this.withClient(async (c) => {
+      const { rows } = await c.query<{ name: string; bytes: string }>(
+        `SELECT c.relname AS name, pg_total_relation_size(c.oid)::bigint AS bytes FROM pg_class c
+         WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r' ORDER BY 2 DESC`,
+        [this.name],
+      );
+      const count = await c.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.name}.events`);
+      const events = Number(count.rows[0]?.n ?? 0);
+      const objects = rows.map((r) => ({ name: r.name, bytes: Number(r.bytes) }));
+      const bytes = objects.reduce((sum, o) => sum + o.bytes, 0);
+      return { bytes, files: {}, events, acknowledged, bytesPerEvent: bytes / events, objects };
+    });
+  }
+}
+
+async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-raw-'));
+  const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
+  try {
+    await schema?.create();
+    const spec: RawInsertSpec = {
+      backend: phase.backend!,
+      mode: phase.target === 'store' ? 'store' : 'raw',
+      ...(schema ? { url: schema.url } : { dir }),
+      rows: settings.rawRows,
+      txRows: settings.rawTxRows,
+      seed: STREAMS.batch1000.seed,
+      batch: STREAMS.batch1000.batch,
+      pool: STREAMS.batch1000.pool,
+      now: Math.floor(Date.now() / 1000),
+      tag: randomBytes(4).toString('hex'),
+    };
+    const child = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/raw-insert.js'), JSON.stringify(spec)]);
+    try {
+      // The whole child's life (event generation included): enough to see whether others were busy.
+      const coresBefore = coreTimes();
+      const started = Date.now();
+      record.raw = (await benchMessage<{ result: RawInsertResult }>(child, 'result', 600_000)).result;
+      const seconds = (Date.now() - started) / 1000;
+      const tasks = Object.values(coreShares(coresBefore, coreTimes())).reduce((sum, c) => sum + c.tasks, 0);
+      record.rawOtherCpuCores = Math.max(0, tasks - cpuSeconds(child.pid) / seconds);
+    } finally {
+      await child.stop(10_000);
+    }
+  } finally {
+    await schema?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-'));
+  const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
+  const profileDir = settings.cpuProf === phase.id ? mkdtempSync(join(tmpdir(), 'bucketmeter-bench-prof-')) : undefined;
+  let server: (Child & { url: string; key?: string }) | undefined;
+  let sampler: MemorySampler | undefined;
+  try {
+    await schema?.create();
+    if (phase.target === 'bucketmeter') {
+      server = await startBucketmeter({
+        cpu: cpu(SERVER_CPU),
+        dataDir,
+        ...(schema ? { databaseUrl: schema.url } : {}),
+        nodeFlags: [...(settings.nodeFlags ?? []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+      });
+    } else {
+      server = await startBaseline(cpu(SERVER_CPU), phase.target === 'hello' ? 'hello.js' : 'validate-only.js');
+    }
+    sampler = new MemorySampler(server.pid);
+    const spec: LoadSpec = {
+      url: server.url,
+      ...(server.key ? { key: server.key } : {}),
+      warmupSec: settings.warmupSec,
+      durationSec: phase.sustained ? settings.sustainedSec : settings.durationSec,
+      now: Math.floor(Date.now() / 1000),
+      tag: randomBytes(4).toString('hex'),
+      streams: phase.streams,
+    };
+    const loadgen = spawnNode(cpu(LOAD_CPU), [join(ROOT, 'dist/bench/loadgen.js'), JSON.stringify(spec)]);
+    let load: LoadResult;
+    let serverCpu: number;
+    let otherCpu: number;
+    let cores: Record<string, CoreTimes>;
+    let threads: { main: number; busiestOther: number; rest: number };
+    let measuredFrom: number;
+    let measured: { fromUs: number; toUs: number };
+    try {
+      const limit = (spec.warmupSec + spec.durationSec + 120) * 1000;
+      await benchMessage(loadgen, 'measure-start', limit);
+      measuredFrom = Date.now();
+      const fromUs = Number(process.hrtime.bigint() / 1000n);
+      const cpuBefore = cpuSeconds(server.pid);
+      const threadsBefore = threadCpuSeconds(server.pid);
+      const loadgenBefore = cpuSeconds(loadgen.pid);
+      const coresBefore = coreTimes();
+      const selfBefore = process.cpuUsage();
+      load = (await benchMessage<{ result: LoadResult }>(loadgen, 'result', limit)).result;
+      const seconds = (Date.now() - measuredFrom) / 1000;
+      measured = { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) };
+      serverCpu = (cpuSeconds(server.pid) - cpuBefore) / seconds;
+      threads = threadSplit(server.pid, threadsBefore, threadCpuSeconds(server.pid), seconds);
+      const self = process.cpuUsage(selfBefore);
+      const ours = serverCpu * seconds + (cpuSeconds(loadgen.pid) - loadgenBefore) + (self.user + self.system) / 1e6;
+      cores = coreShares(coresBefore, coreTimes());
+      // Whatever else ran on the machine meanwhile (task time only, kernel network processing apart):
+      // anything above a few percent of a core makes the run suspect.
+      const tasks = Object.values(cores).reduce((sum, c) => sum + c.tasks, 0);
+      otherCpu = Math.max(0, tasks - ours / seconds);
+    } finally {
+      await loadgen.stop(5_000);
+    }
+    record.load = load;
+    record.server = { peakRssMb: sampler.peakMb, largestSample: sampler.atPeak, cpuCores: serverCpu, threads, otherCpuCores: otherCpu, cores };
+    if (phase.sustained) {
+      const w = settings.flatWindowSec;
+      const first = sampler.meanBetween(measuredFrom, 0, w);
+      const last = sampler.meanBetween(measuredFrom, spec.durationSec - w, spec.durationSec);
+      const slope = sampler.slopeBetween(measuredFrom, spec.durationSec / 2, spec.durationSec);
+      record.server.rss = { firstWindowMb: first, lastWindowMb: last, growth: last / first - 1, windowSec: w, secondHalfMbPerMin: slope * 60 };
+      // One sample a second, timed from the start of the measured window.
+      const offset = (measuredFrom - sampler.started) / 1000;
+      record.server.rssSeries = sampler.samples.filter((_, i) => i % 5 === 0).map((s) => [Number((s.t - offset).toFixed(1)), Number(s.rssMb.toFixed(1))]);
+    }
+    const stopped = await server.stop(60_000);
+    record.server.stop = stopped;
+    server = undefined;
+    if (phase.target === 'bucketmeter') {
+      if (stopped.code !== 0) throw new Error(`server did not stop cleanly: ${JSON.stringify(stopped)}`);
+      const acknowledged = load.streams.reduce((sum, s) => sum + s.eventsAccepted + s.duplicates, 0);
+      record.disk = schema ? await schema.disk(acknowledged) : sqliteDisk(dataDir, acknowledged);
+    }
+    if (profileDir) {
+      // One file per thread (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): 0 is the main thread.
+      record.profiles = readdirSync(profileDir)
+        .filter((name) => name.endsWith('.cpuprofile'))
+        .sort()
+        .map((name) => {
+          const thread = name.split('.')[4] ?? '?';
+          return { thread: thread === '0' ? 'main thread' : `worker thread ${thread}`, file: join(profileDir, name), summary: summarizeProfile(join(profileDir, name), measured) };
+        });
+    }
+  } finally {
+    sampler?.stop();
+    if (server) await server.stop(10_000);
+    await schema?.drop().catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function progressLine(record: RunRecord, phase: Phase): string {
+  // NaN (no sample) arrives as null through the children's JSON.
+  const f = (n: number | null, digits = 0) => (n === null || Number.isNaN(n) ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+  if (!record.ok) return `FAILED: ${record.error}`;
+  const parts: string[] = [];
+  if (record.quiet && record.quiet.waitedSec > 1.5) parts.push(`waited ${f(record.quiet.waitedSec)} s for a quiet machine${record.quiet.busyCores > NOISY_CORES ? ` (still ${f(record.quiet.busyCores, 2)} cores busy)` : ''}`);
+  if (record.raw) parts.push(`${f(record.raw.rowsPerSec)} rows/s${record.raw.bytesPerRow > 0 ? `, ${f(record.raw.bytesPerRow, 1)} B/row` : ''}`);
+  if (record.rawOtherCpuCores !== undefined) {
+    const noisy = phase.backend !== 'postgres' && record.rawOtherCpuCores > NOISY_CORES;
+    parts.push(`other processes${phase.backend === 'postgres' ? ' (PostgreSQL included)' : ''} ${f(record.rawOtherCpuCores, 2)} cores${noisy ? ' (NOISY)' : ''}`);
+  }
+  for (const s of record.load?.streams ?? []) {
+    parts.push(`${s.name}: ${f(s.reqPerSec)} req/s ${f(s.eventsPerSec)} ev/s p50 ${f(s.latencyMs.p50, 2)} ms p99 ${f(s.latencyMs.p99, 2)} ms${s.non2xx ? ` non-2xx ${s.non2xx} ${JSON.stringify(s.statusCodes)}` : ''}${s.errors ? ` errors ${s.errors}` : ''}`);
+  }
+  if (record.server) {
+    const t = record.server.threads;
+    parts.push(`server ${f(record.server.cpuCores, 2)} cores (main ${f(t.main, 2)}, busiest other thread ${f(t.busiestOther, 2)}, rest ${f(t.rest, 2)}), peak RSS ${f(record.server.peakRssMb)} MB (largest sample ${f(record.server.largestSample.rssMb)} MB: anon ${f(record.server.largestSample.anonMb)}, file ${f(record.server.largestSample.fileMb)}, shmem ${f(record.server.largestSample.shmemMb)})`);
+    const pct = (n: number | undefined) => `${Math.round((n ?? Number.NaN) * 100)}%`;
+    const c0 = record.server.cores[`cpu${SERVER_CPU}`];
+    const c1 = record.server.cores[`cpu${LOAD_CPU}`];
+    parts.push(`core ${SERVER_CPU}: ${pct(c0?.tasks)} tasks + ${pct(c0?.interrupts)} softirq, idle ${pct(c0?.idle)}; core ${LOAD_CPU}: ${pct(c1?.tasks)} + ${pct(c1?.interrupts)}, idle ${pct(c1?.idle)}`);
+  }
+  if (record.load) parts.push(`loadgen ${f(record.load.cpuCores, 2)} cores`);
+  if (record.server) {
+    const noisy = phase.backend !== 'postgres' && record.server.otherCpuCores > NOISY_CORES;
+    parts.push(`other processes${phase.backend === 'postgres' ? ' (PostgreSQL included)' : ''} ${f(record.server.otherCpuCores, 2)} cores${noisy ? ' (NOISY)' : ''}`);
+  }
+  if (record.server?.rss) parts.push(`RSS ${f(record.server.rss.firstWindowMb)} -> ${f(record.server.rss.lastWindowMb)} MB, second half ${f(record.server.rss.secondHalfMbPerMin, 1)} MB/min`);
+  if (record.disk) parts.push(`disk ${f(record.disk.bytesPerEvent, 1)} B/event (${f(record.disk.events)} stored, ${f(record.disk.acknowledged)} acked)`);
+  return parts.join(' | ');
+}
+
+async function main(): Promise<void> {
+  const settings = readSettings();
+  setNiceness(settings.nice);
+  const all = phases(settings.databaseUrl !== undefined);
+  const selected = settings.only ? all.filter((p) => settings.only!.includes(p.id) || p.groups.some((g) => settings.only!.includes(g))) : all;
+  if (selected.length === 0) throw new Error(`--only matched no phase; phases: ${all.map((p) => p.id).join(', ')}`);
+  if (!TASKSET) process.stderr.write('warning: taskset not found; server and load generator are not pinned to separate cores\n');
+  if (settings.databaseUrl === undefined) process.stdout.write('PostgreSQL phases skipped (no --database-url / BENCH_DATABASE_URL)\n');
+
+  const startedAt = new Date();
+  const records: RunRecord[] = [];
+  process.stdout.write(`bench ${settings.mode}: ${settings.runs} run(s) of ${selected.map((p) => p.id).join(', ')}\n`);
+  for (let run = 1; run <= settings.runs; run++) {
+    for (const phase of selected) {
+      const record: RunRecord = { phase: phase.id, run, ok: true };
+      const began = Date.now();
+      try {
+        record.quiet = await waitForQuiet(settings.quietWaitSec);
+        if (phase.target === 'raw' || phase.target === 'store') await runRaw(settings, phase, record);
+        else await runHttp(settings, phase, record);
+      } catch (error) {
+        record.ok = false;
+        record.error = error instanceof Error ? error.message : String(error);
+      }
+      records.push(record);
+      process.stdout.write(`[${phase.id} ${run}/${settings.runs}, ${((Date.now() - began) / 1000).toFixed(0)} s] ${progressLine(record, phase)}\n`);
+      for (const p of record.profiles ?? []) process.stdout.write(`cpu profile, ${p.thread}, measured window (${p.file}):\n${formatProfile(p.summary)}\n`);
+    }
+  }
+
+  const results: BenchResults = {
+    version: 1,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    settings: { ...settings, ...(settings.databaseUrl ? { databaseUrl: settings.databaseUrl.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@') } : {}) },
+    machine: describeMachine(tmpdir()),
+    pinned: TASKSET,
+    phases: selected.map((p) => ({ id: p.id, title: p.title, target: p.target, streams: p.streams.map((s) => ({ name: s.name, path: s.path, connections: s.connections, batch: s.batch })) })),
+    runs: records,
+    summary: summarize(selected, records),
+  };
+  const report = renderReport(results);
+  process.stdout.write(`\n${report}\n`);
+
+  const dir = join(ROOT, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  const json = JSON.stringify(results, null, 2) + '\n';
+  const file = join(dir, `${stamp}${settings.mode === 'quick' ? '-quick' : ''}.json`);
+  writeFileSync(file, json);
+  writeFileSync(join(dir, 'latest.json'), json);
+  process.stdout.write(`results: ${file} (and bench/results/latest.json)\n`);
+  if (settings.docs) {
+    updateDocs(join(ROOT, 'docs/BENCHMARKS.md'), results, report);
+    process.stdout.write('docs/BENCHMARKS.md updated\n');
+  }
+  if (records.some((r) => !r.ok)) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
