@@ -20,7 +20,7 @@ export const ERRORS = {
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
   BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },
   BM_ERR_OVERLOADED: { status: 503, title: 'Server overloaded', hint: 'The write queue is full; retry after the Retry-After seconds.' },
-  BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; nothing from this request was stored. Retry after the Retry-After seconds.' },
+  BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; retry after the Retry-After seconds. A write the database did not answer may be stored yet: retry with the same eventIds (never stored twice).' },
   BM_ERR_SHUTTING_DOWN: { status: 503, title: 'Shutting down', hint: 'This node is stopping; retry (another node, or this one after restart).' },
   BM_ERR_REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', hint: 'The request (headers and body) did not arrive in time.' },
   BM_ERR_BAD_REQUEST: { status: 400, title: 'Bad request', hint: 'The HTTP request is malformed.' },

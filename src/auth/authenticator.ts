@@ -18,6 +18,8 @@ export interface AuthenticatorOptions {
   cacheSeconds: number;
   /** Most cached lookups (valid and invalid keys alike). */
   cacheMax?: number;
+  /** A lookup the store has not answered by then is a 503, not a request held for ever. Default 5,000 ms. */
+  lookupTimeoutMs?: number;
 }
 
 const MAX_KEY_LENGTH = 256;
@@ -42,9 +44,16 @@ export class Authenticator {
     if (hit !== undefined && hit.until > now) {
       tenant = hit.tenant;
     } else {
-      const record = await this.options.keys.findActiveByHash(hash).catch((cause: unknown) => {
-        throw new BmError('BM_ERR_STORE_UNAVAILABLE', 'The key could not be checked: the store is unavailable.', { retryAfter: 1 }, { cause });
+      const ms = this.options.lookupTimeoutMs ?? 5000;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms);
       });
+      const record = await Promise.race([this.options.keys.findActiveByHash(hash), timeout])
+        .catch((cause: unknown) => {
+          throw new BmError('BM_ERR_STORE_UNAVAILABLE', 'The key could not be checked: the store is unavailable.', { retryAfter: 1 }, { cause });
+        })
+        .finally(() => clearTimeout(timer));
       tenant = record && { id: record.tenantId, name: record.tenantName, keyId: record.id };
       if (this.cache.size >= this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
       this.cache.delete(cacheKey);

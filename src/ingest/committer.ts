@@ -20,6 +20,12 @@ export interface CommitterOptions {
   maxQueueEvents: number;
   /** Commits allowed at once: 1 for a single-writer store, more for a pooled one. */
   maxInFlight: number;
+  /**
+   * A commit not settled by then is answered 503 (a hung store must not hold requests for ever). It
+   * still counts as in flight until it settles, and may yet succeed: stored, though never acknowledged.
+   * Default 5,000 ms.
+   */
+  commitTimeoutMs?: number;
   onCommitError?: (error: unknown) => void;
 }
 
@@ -32,6 +38,7 @@ interface Pending {
 
 /** Seconds a client should wait after a refusal. */
 const RETRY_AFTER_SECONDS = 1;
+const COMMIT_TIMEOUT_MS = 5000;
 
 export class Committer {
   private queue: Pending[] = [];
@@ -126,6 +133,8 @@ export class Committer {
   private async commitGroup(group: Pending[]): Promise<void> {
     this.inFlight++;
     const size = group.reduce((n, p) => n + p.size, 0);
+    const { commitTimeoutMs = COMMIT_TIMEOUT_MS } = this.options;
+    const timer = setTimeout(() => this.fail(group, new StoreUnavailableError(`the store did not answer within ${commitTimeoutMs} ms`)), commitTimeoutMs);
     try {
       const outcomes = await this.options.commit(merge(group));
       this.failedAt = undefined;
@@ -136,19 +145,25 @@ export class Committer {
         at += n;
       }
     } catch (error) {
-      this.failedAt = Date.now();
-      this.options.onCommitError?.(error);
-      const reason =
-        error instanceof StoreUnavailableError
-          ? new BmError('BM_ERR_STORE_UNAVAILABLE', undefined, { retryAfter: RETRY_AFTER_SECONDS }, { cause: error })
-          : error;
-      for (const p of group) p.reject(reason);
+      this.fail(group, error);
     } finally {
+      clearTimeout(timer);
       this.inFlight--;
       this.inFlightEvents -= size;
       if (this.queue.length > 0) this.schedule();
       else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
     }
+  }
+
+  /** Rejects the group's callers (those already answered by a timeout are not answered again). */
+  private fail(group: Pending[], error: unknown): void {
+    this.failedAt = Date.now();
+    this.options.onCommitError?.(error);
+    const reason =
+      error instanceof StoreUnavailableError
+        ? new BmError('BM_ERR_STORE_UNAVAILABLE', undefined, { retryAfter: RETRY_AFTER_SECONDS }, { cause: error })
+        : error;
+    for (const p of group) p.reject(reason);
   }
 }
 

@@ -9,6 +9,8 @@ export interface LoadResult {
   codes: Map<string, number>;
   /** Refusals that are not problem+json, or 429/503 without Retry-After (the first few). */
   malformed: string[];
+  /** Longest wait for an answer (or a network error), in milliseconds. */
+  slowestMs: number;
   networkErrors: number;
 }
 
@@ -28,7 +30,7 @@ export interface LoadOptions {
 
 /** Sends until `until` settles or the server goes away; a 200 marks each of its events acknowledged. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), codes: new Map(), malformed: [], networkErrors: 0 };
+  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), codes: new Map(), malformed: [], slowestMs: 0, networkErrors: 0 };
   let stop = false;
   void options.until.then(() => (stop = true), () => (stop = true));
   let counter = 0;
@@ -39,6 +41,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       const ids = isBatch ? Array.from({ length: options.batchSize }, (_, i) => `${options.prefix}-${w}-${n}-${i}`) : [`${options.prefix}-${w}-${n}`];
       const events = ids.map((eventId) => ({ ...(minimalWireEvent('GetObject') as object), eventId, customerId: `c${n % 7}` }));
       for (const id of ids) result.sent.add(id);
+      const started = Date.now();
       try {
         const response = await fetch(`${options.url}${isBatch ? '/s3/batch' : '/s3'}`, {
           method: 'POST',
@@ -65,6 +68,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         result.networkErrors++;
         if (stop) return;
         await new Promise((r) => setTimeout(r, 20));
+      } finally {
+        result.slowestMs = Math.max(result.slowestMs, Date.now() - started);
       }
     }
   };

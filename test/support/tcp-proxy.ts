@@ -1,6 +1,7 @@
 /**
  * A TCP proxy on loopback between bucketmeter and PostgreSQL, so that tests can cut the database
- * connection mid-load (every socket destroyed, new ones refused) and restore it.
+ * connection mid-load (every socket destroyed, new ones refused), or hang it (nothing forwarded,
+ * nothing closed: a network dropping packets), and restore it.
  */
 import { createServer, connect } from 'node:net';
 import type { Server, Socket } from 'node:net';
@@ -9,30 +10,47 @@ export interface TcpProxy {
   port: number;
   /** Destroys every open connection and refuses new ones until restore(). */
   cut(): void;
+  /** Forwards nothing, either way, on open and new connections alike, until restore(); closes nothing. */
+  hang(): void;
   restore(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
-  const sockets = new Set<Socket>();
-  let open = true;
+  const pairs = new Set<[client: Socket, upstream: Socket]>();
+  let state: 'open' | 'cut' | 'hung' = 'open';
+  const forward = ([client, upstream]: [Socket, Socket], on: boolean) => {
+    if (on) {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    } else {
+      client.unpipe(upstream).pause();
+      upstream.unpipe(client).pause();
+    }
+  };
+  const destroyAll = () => {
+    for (const [client, upstream] of pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    pairs.clear();
+  };
   const server: Server = createServer((client) => {
-    if (!open) {
+    if (state === 'cut') {
       client.destroy();
       return;
     }
     const upstream = connect(targetPort, targetHost);
-    sockets.add(client).add(upstream);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
     const drop = () => {
       client.destroy();
       upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
+      pairs.delete(pair);
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    forward(pair, state === 'open');
   });
   await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
   const address = server.address();
@@ -40,17 +58,21 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   return {
     port: address.port,
     cut: () => {
-      open = false;
-      for (const socket of sockets) socket.destroy();
-      sockets.clear();
+      state = 'cut';
+      destroyAll();
+    },
+    hang: () => {
+      state = 'hung';
+      for (const pair of pairs) forward(pair, false);
     },
     restore: () => {
-      open = true;
+      if (state === 'hung') for (const pair of pairs) forward(pair, true);
+      state = 'open';
     },
     close: () =>
       new Promise<void>((done) => {
-        open = false;
-        for (const socket of sockets) socket.destroy();
+        state = 'cut';
+        destroyAll();
         server.close(() => done());
       }),
   };
