@@ -152,3 +152,10 @@ export function serverEventId(seq: number | bigint): string {
 export class InvalidCursorError extends Error {
   override readonly name = 'InvalidCursorError';
 }
+
+/** One numbered schema step of a backend (each backend keeps its own list in `<backend>/migrations.ts`). */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}

@@ -3,11 +3,9 @@
  * add a new version). migrate.ts applies the missing ones exactly once, under an advisory lock.
  */
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../types.js';
+
+export type { Migration };
 
 export const MIGRATIONS: readonly Migration[] = [
   {

@@ -3,11 +3,9 @@
  * appending a step. migrate.ts applies the steps newer than the database's version at open.
  */
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../types.js';
+
+export type { Migration };
 
 export const MIGRATIONS: readonly Migration[] = [
   {
