@@ -134,7 +134,6 @@ const PROVIDERS = [
   ['backblaze', 0.25],
   ['wasabi', 0.15],
 ] as const;
-const CATEGORIES = ['image', 'video', 'document', 'archive', 'audio'];
 const EXTENSIONS = ['jpg', 'png', 'webp', 'mp4', 'mov', 'pdf', 'docx', 'zip', 'tar.gz', 'mp3', 'json', 'csv'];
 const KEY_ROOTS = ['users', 'uploads', 'media', 'backups/db', 'exports', 'thumbs', 'attachments', 'tmp/incoming'];
 const SERVICES = ['svc-media-api', 'svc-backup-worker', 'svc-web', 'svc-transcoder'];

@@ -61,7 +61,8 @@ function readSettings(): Settings {
     flatWindowSec: quick ? 5 : 10,
     rawRows: quick ? 50_000 : 300_000,
     rawTxRows: 1000,
-    quietWaitSec: quick ? 5 : 60,
+    // Quick runs are sanity checks with a time budget: they start at once.
+    quietWaitSec: quick ? 0 : 60,
     ...(databaseUrl ? { databaseUrl } : {}),
     ...(nice !== undefined ? { nice } : {}),
     ...(only && only.length > 0 ? { only } : {}),
@@ -348,7 +349,7 @@ async function main(): Promise<void> {
       const record: RunRecord = { phase: phase.id, run, ok: true };
       const began = Date.now();
       try {
-        record.quiet = await waitForQuiet(settings.quietWaitSec);
+        if (settings.quietWaitSec > 0) record.quiet = await waitForQuiet(settings.quietWaitSec);
         if (phase.target === 'raw' || phase.target === 'store') await runRaw(settings, phase, record);
         else await runHttp(settings, phase, record);
       } catch (error) {
@@ -381,8 +382,10 @@ async function main(): Promise<void> {
   const json = JSON.stringify(results, null, 2) + '\n';
   const file = join(dir, `${stamp}${settings.mode === 'quick' ? '-quick' : ''}.json`);
   writeFileSync(file, json);
-  writeFileSync(join(dir, 'latest.json'), json);
-  process.stdout.write(`results: ${file} (and bench/results/latest.json)\n`);
+  // Quick, partial and experimental runs keep their own file only: latest.json is the last full run.
+  const complete = settings.mode === 'full' && settings.only === undefined && settings.cpuProf === undefined && settings.nodeFlags === undefined;
+  if (complete) writeFileSync(join(dir, 'latest.json'), json);
+  process.stdout.write(`results: ${file}${complete ? ' (and bench/results/latest.json)' : ''}\n`);
   if (settings.docs) {
     updateDocs(join(ROOT, 'docs/BENCHMARKS.md'), results, report);
     process.stdout.write('docs/BENCHMARKS.md updated\n');
