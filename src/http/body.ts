@@ -68,7 +68,7 @@ function tooLarge(kept: Buffer, limit: number, declared: number | undefined, dec
 
 /**
  * Collects up to `limit` bytes (plus the chunk that crosses it). On overflow it stops reading without
- * destroying the request, so the 413 reply can still be written; the connection is closed after it.
+ * destroying the request, so the 413 reply can still be written; the rest is dropped after it.
  */
 function readAtMost(stream: Readable, limit: number): Promise<{ bytes: Buffer; complete: boolean }> {
   return new Promise((resolve, reject) => {

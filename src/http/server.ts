@@ -123,9 +123,28 @@ function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyRepl
     // each would spend the CPU the server lacks. Store failures are logged where commits fail.
     request.log.debug({ code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request refused');
   }
-  // A body we stopped reading must not be drained: close the connection after the reply.
-  if (problem.status === 413 || problem.status === 408) reply.header('connection', 'close');
+  if (problem.status === 408) reply.header('connection', 'close');
+  else if (problem.status === 413 && !request.raw.complete) discardRestOfBody(request, reply);
   void reply.code(problem.status).headers(problem.headers).send(problem.body);
+}
+
+/** How long a refused body may keep arriving after its reply before the connection is cut. */
+const LINGER_MS = 5000;
+
+/**
+ * Reads and drops the rest of a body refused before its end (RFC 9112 §9.6). Closing at once instead
+ * would make the kernel reset the connection while the client is still sending, and a reset can
+ * destroy the reply before the client reads it: the client would see a dropped connection, not a 413.
+ * A client still sending LINGER_MS after the reply is cut off.
+ */
+function discardRestOfBody(request: FastifyRequest, reply: FastifyReply): void {
+  const body = request.raw;
+  body.resume();
+  reply.raw.once('finish', () => {
+    if (body.complete) return;
+    const cut = setTimeout(() => body.socket.destroy(), LINGER_MS);
+    body.once('end', () => clearTimeout(cut)).once('close', () => clearTimeout(cut));
+  });
 }
 
 /** Node's parser refused the request, or it took too long: answer on the socket itself, then close it. */

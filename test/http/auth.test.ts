@@ -8,7 +8,7 @@ import { createKey, request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
-  describe(`keys and tenants ({backend.name})`, { skip: backend.skip }, () => {
+  describe(`keys and tenants (${backend.name})`, { skip: backend.skip }, () => {
     let server: ServerProcess;
     let storeArgs: string[];
     let keyA: string;

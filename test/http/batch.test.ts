@@ -1,5 +1,6 @@
 /** Batch ingestion: per-event outcomes, gzip, limits (413), bodies refused whole, quarantine of all of it. */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
@@ -8,7 +9,7 @@ import { request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
-  describe(`batch ingestion ({backend.name})`, { skip: backend.skip }, () => {
+  describe(`batch ingestion (${backend.name})`, { skip: backend.skip }, () => {
     let server: ServerProcess;
     let key: string;
     let storeArgs: string[];
@@ -88,6 +89,43 @@ for (const backend of BACKENDS) {
         assert.equal(reply.status, 413);
         assert.equal(reply.json.code, 'BM_ERR_BODY_TOO_LARGE');
         assert.equal(reply.json.limit, 65536);
+      });
+
+      it('answers 413 to a client still sending, drops the rest of its body and keeps the connection', async () => {
+        const socket = connect(server.port, '127.0.0.1');
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+        const closed = new Promise<void>((done) => socket.on('close', () => done()));
+        socket.write(`POST /s3/batch HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+        const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
+        // Far past the 64 KiB limit, and on after the reply has come, as a client streaming a file does.
+        for (let i = 0; i < 64; i++) {
+          if (!socket.write(chunk)) await new Promise((drained) => socket.once('drain', drained));
+        }
+        socket.write(`0\r\n\r\nGET /ping HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`);
+        await closed;
+        const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+        assert.deepEqual(statuses, [413, 200], received.slice(0, 500));
+        assert.match(received, /"code":"BM_ERR_BODY_TOO_LARGE"/);
+      });
+
+      it('cuts a client that goes on sending a refused body for 5 s after the 413', async () => {
+        const socket = connect(server.port, '127.0.0.1');
+        let received = '';
+        let answeredAt = 0;
+        socket.on('data', (chunk: Buffer) => {
+          received += chunk.toString('latin1');
+          answeredAt ||= Date.now();
+        });
+        socket.on('error', () => {});
+        const closed = new Promise<number>((done) => socket.on('close', () => done(Date.now())));
+        socket.write(`POST /s3 HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`);
+        const sender = setInterval(() => socket.write('x'.repeat(16_384)), 50);
+        const closedAt = await closed;
+        clearInterval(sender);
+        assert.match(received, /^HTTP\/1\.1 413 /);
+        const lingered = closedAt - answeredAt;
+        assert.ok(lingered >= 4500 && lingered < 9000, `cut ${lingered} ms after the reply`);
       });
 
       it('stops a gzip bomb at the decompressed limit', async () => {

@@ -12,7 +12,7 @@ import { request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
-  describe(`single-event ingestion ({backend.name})`, { skip: backend.skip }, () => {
+  describe(`single-event ingestion (${backend.name})`, { skip: backend.skip }, () => {
     let storeArgs: string[];
     let server: ServerProcess;
     let key: string;

@@ -7,7 +7,7 @@ import { request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
-  describe(`status and /v1/events ({backend.name})`, { skip: backend.skip }, () => {
+  describe(`status and /v1/events (${backend.name})`, { skip: backend.skip }, () => {
     let storeArgs: string[];
     let server: ServerProcess;
     let key: string;
