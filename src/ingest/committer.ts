@@ -21,9 +21,10 @@ export interface CommitterOptions {
   /** Commits allowed at once: 1 for a single-writer store, more for a pooled one. */
   maxInFlight: number;
   /**
-   * A commit not settled by then is answered 503 (a hung store must not hold requests for ever). It
-   * still counts as in flight until it settles, and may yet succeed: stored, though never acknowledged.
-   * Default 5,000 ms.
+   * A unit not committed this long after its submission is answered 503: a hung store must hold no
+   * request for ever, whether its unit still waits in the queue or is in a commit. A commit that timed
+   * out still counts as in flight until it settles, and may yet succeed: stored, though never
+   * acknowledged. Default 5,000 ms.
    */
   commitTimeoutMs?: number;
   onCommitError?: (error: unknown) => void;
@@ -32,6 +33,8 @@ export interface CommitterOptions {
 interface Pending {
   unit: CommitUnit;
   size: number;
+  /** performance.now() by which it must be answered. */
+  deadline: number;
   resolve: (outcomes: EventOutcome[]) => void;
   reject: (error: unknown) => void;
 }
@@ -48,6 +51,8 @@ export class Committer {
   private scheduled = false;
   private closing = false;
   private idleWaiters: (() => void)[] = [];
+  /** Armed while units wait in the queue: answers those whose deadline passes before a commit takes them. */
+  private expiryTimer: NodeJS.Timeout | undefined;
   /** When the most recent commit failed (Date.now()); undefined once one succeeds. */
   private failedAt: number | undefined;
 
@@ -76,10 +81,12 @@ export class Committer {
     const size = Math.max(1, unit.events.length + unit.quarantine.length);
     const refusal = this.refusal(size);
     if (refusal !== undefined) return Promise.reject(refusal);
+    const deadline = performance.now() + this.timeoutMs;
     return new Promise((resolve, reject) => {
-      this.queue.push({ unit, size, resolve, reject });
+      this.queue.push({ unit, size, deadline, resolve, reject });
       this.queuedEvents += size;
       this.schedule();
+      this.armExpiry();
     });
   }
 
@@ -98,6 +105,34 @@ export class Committer {
       return new BmError('BM_ERR_OVERLOADED', `${waiting} events are waiting for commit; retry shortly.`, { retryAfter: RETRY_AFTER_SECONDS });
     }
     return undefined;
+  }
+
+  private get timeoutMs(): number {
+    return this.options.commitTimeoutMs ?? COMMIT_TIMEOUT_MS;
+  }
+
+  private armExpiry(): void {
+    if (this.expiryTimer !== undefined || this.queue.length === 0) return;
+    this.expiryTimer = setTimeout(() => this.expire(), Math.max(0, this.queue[0]!.deadline - performance.now()));
+  }
+
+  /** Answers the queued units past their deadline (the oldest come first), then re-arms for the next. */
+  private expire(): void {
+    this.expiryTimer = undefined;
+    const now = performance.now();
+    const expired: Pending[] = [];
+    while (this.queue.length > 0 && this.queue[0]!.deadline <= now) {
+      const p = this.queue.shift()!;
+      this.queuedEvents -= p.size;
+      expired.push(p);
+    }
+    if (expired.length > 0) this.fail(expired, this.timeoutError());
+    if (this.queue.length === 0 && this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+    this.armExpiry();
+  }
+
+  private timeoutError(): StoreUnavailableError {
+    return new StoreUnavailableError(`the store did not commit within ${this.timeoutMs} ms`);
   }
 
   private schedule(): void {
@@ -127,14 +162,18 @@ export class Committer {
     }
     this.queuedEvents -= events;
     this.inFlightEvents += events;
+    if (this.queue.length === 0 && this.expiryTimer !== undefined) {
+      clearTimeout(this.expiryTimer);
+      this.expiryTimer = undefined;
+    }
     return group;
   }
 
   private async commitGroup(group: Pending[]): Promise<void> {
     this.inFlight++;
     const size = group.reduce((n, p) => n + p.size, 0);
-    const { commitTimeoutMs = COMMIT_TIMEOUT_MS } = this.options;
-    const timer = setTimeout(() => this.fail(group, new StoreUnavailableError(`the store did not answer within ${commitTimeoutMs} ms`)), commitTimeoutMs);
+    // The group's oldest unit comes first: its deadline is the group's.
+    const timer = setTimeout(() => this.fail(group, this.timeoutError()), Math.max(0, group[0]!.deadline - performance.now()));
     try {
       const outcomes = await this.options.commit(merge(group));
       this.failedAt = undefined;

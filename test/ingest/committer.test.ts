@@ -86,6 +86,39 @@ describe('Committer', () => {
     assert.equal(committer.failedWithin(60_000), true);
   });
 
+  it('answers 503 within the commit timeout while the store hangs, queued units too, and recovers', () =>
+    withStore(async (store) => {
+      let release!: () => void;
+      const held = new Promise<void>((go) => (release = go));
+      let first = true;
+      // The first commit reaches the store only when released, as over a connection that stopped answering.
+      const commit: Store['commit'] = async (u) => {
+        if (first) {
+          first = false;
+          await held;
+        }
+        return store.commit(u);
+      };
+      const committer = new Committer({ commit, maxGroupEvents: 1000, maxQueueEvents: 1000, maxInFlight: 1, commitTimeoutMs: 300 });
+      const started = performance.now();
+      const inFlight = committer.submit(unit('h-1'));
+      await new Promise((next) => setImmediate(next));
+      const queued = [committer.submit(unit('h-2')), committer.submit(unit('h-3'))];
+      const answers = await Promise.allSettled([inFlight, ...queued]);
+      const waited = performance.now() - started;
+      for (const answer of answers) {
+        assert.equal(answer.status, 'rejected');
+        assert.ok(answer.reason instanceof BmError && answer.reason.code === 'BM_ERR_STORE_UNAVAILABLE', String(answer.reason));
+      }
+      assert.ok(waited >= 290 && waited < 2000, `answered after ${waited} ms`);
+      assert.equal(committer.failedWithin(60_000), true);
+      release();
+      assert.equal((await committer.submit(unit('h-4'))).length, 1, 'commits again once the store answers');
+      const stored = (await store.listEvents(TENANT, { limit: 10 })).events.map((e) => e.eventId).sort();
+      // The held commit went through late (stored, never acknowledged); the expired queued units never reached the store.
+      assert.deepEqual(stored, ['h-1', 'h-4']);
+    }));
+
   it('close waits for pending units and refuses new ones', () =>
     withStore(async (store) => {
       const committer = new Committer({ commit: (u) => store.commit(u), maxGroupEvents: 1000, maxQueueEvents: 1000, maxInFlight: 1 });
