@@ -30,7 +30,8 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { Client, Pool, type PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { createEventValidator } from '../src/events/validate.js';
-import { DICT_FIELDS } from '../src/store/row.js';
+import type { EventRecord } from '../src/events/catalogue.js';
+import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { openPostgresStore } from '../src/store/postgres/index.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { ensurePartitions } from '../src/store/postgres/partitions.js';
@@ -42,12 +43,12 @@ import {
   QUARANTINE_PARAMS,
   toPgText,
   UNNEST_INPUT,
-  type EventColumns,
-  type InputValue,
+  type InputColumn,
 } from '../src/store/postgres/store.js';
 import type { EventToStore } from '../src/store/types.js';
 import { buildUniverse, eventIdSource, EventMix, Rng } from './mix.js';
 import { median } from './stats.js';
+import { KINDS } from '../src/events/catalogue.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -92,20 +93,30 @@ function eventSource(seed: number, now: number, idShare: number, tenants: number
 
 // ---- The methods ----
 
-type Method = (client: PoolClient, columns: EventColumns, rows: number) => Promise<number>;
+type InputValue = string | number | boolean | null;
+/** One JS array per input column, all of the same length: the rows for the VALUES and COPY methods. */
+type EventColumns = Record<InputColumn, InputValue[]>;
+
+/** A unit encoded both ways: `literals` (the store's own array literals) for unnest, `columns` for the others. */
+interface Encoded {
+  literals: string[];
+  columns: EventColumns;
+}
+
+type Method = (client: PoolClient, unit: Encoded, rows: number) => Promise<number>;
 
 const NO_QUARANTINE: unknown[] = [[], [], [], [], [], [], [], [], [], null];
 const columnArrays = (columns: EventColumns) => INPUT_COLUMNS.map(([name]) => columns[name]);
 
 const UNNEST_SQL = commitSql(UNNEST_INPUT);
-const unnest: Method = async (client, columns) => {
-  const result = await client.query({ name: 'bench_unnest', text: UNNEST_SQL, values: [...NO_QUARANTINE, ...columnArrays(columns)] });
+const unnest: Method = async (client, { literals }) => {
+  const result = await client.query({ name: 'bench_unnest', text: UNNEST_SQL, values: [...NO_QUARANTINE, ...literals] });
   return result.rowCount ?? 0;
 };
 
 /** One statement text per row count, built once (a statement is prepared per text). */
 const valuesSql = new Map<number, string>();
-const valuesWith = (prepared: boolean): Method => async (client, columns, rows) => {
+const valuesWith = (prepared: boolean): Method => async (client, { columns }, rows) => {
   let text = valuesSql.get(rows);
   if (text === undefined) {
     const width = INPUT_COLUMNS.length;
@@ -135,7 +146,7 @@ function copyText(columns: (InputValue[] | undefined)[], rows: number): string {
 }
 
 const staged = new WeakSet<PoolClient>();
-const copy: Method = async (client, columns, rows) => {
+const copy: Method = async (client, { columns }, rows) => {
   if (!staged.has(client)) {
     await client.query(
       `CREATE TEMP TABLE bench_staging (${INPUT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')}) ON COMMIT DELETE ROWS`,
@@ -155,7 +166,7 @@ const copy: Method = async (client, columns, rows) => {
 };
 
 let rawSeq = 1_000_000_000_000;
-const raw: Method = async (client, columns, rows) => {
+const raw: Method = async (client, { columns }, rows) => {
   const stored = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
   const seq = Array.from({ length: rows }, () => rawSeq++);
   const text = copyText([seq, ...stored.map((name) => columns[name])], rows);
@@ -214,17 +225,48 @@ function rememberIds(units: EventToStore[][], storedIds: string[]): void {
   }
 }
 
+/** The unit's rows as JS column arrays, typed as the commit statement's input columns. */
+function encodeColumns(events: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[], dict: Map<string, number>): EventColumns {
+  const columns = Object.fromEntries(INPUT_COLUMNS.map(([name]) => [name, [] as InputValue[]])) as EventColumns;
+  const text = (value: string | undefined) => (value === undefined ? null : toPgText(value));
+  const dictColumns: InputColumn[] = ['provider_id', 'customer_id', 'feature_id', 'client_type_id', 'client_id', 'bucket_id', 'object_category_id'];
+  for (const { ord, tenantId, receivedAt, event } of events) {
+    columns.ord.push(ord);
+    columns.tenant_id.push(tenantId);
+    columns.event_id.push(text(event.eventId));
+    columns.ts.push(event.timestamp);
+    columns.received_at.push(receivedAt);
+    columns.bytes.push(event.bytes ?? null);
+    DICT_FIELDS.forEach((field, f) => {
+      const value = event[field];
+      columns[dictColumns[f]!].push(value === undefined ? null : dict.get(value)!);
+    });
+    columns.action.push(KINDS[event.action].code);
+    columns.part_number.push(event.partNumber ?? null);
+    const billable = encodeBool(event.isBillableEgress);
+    columns.is_billable_egress.push(billable === null ? null : billable === 1);
+    columns.object_key.push(text(event.objectKey));
+    columns.version_id.push(text(event.versionId));
+    columns.upload_id.push(text(event.uploadId));
+    columns.rest.push(encodeRest(event));
+  }
+  return columns;
+}
+
 /** Everything a commit does before its statement: dictionary ids (cached) and encoding. */
-async function prepare(dictionary: Dictionary, unit: EventToStore[]): Promise<EventColumns> {
-  const dictValues = new Set<string>();
+async function prepare(dictionary: Dictionary, unit: EventToStore[]): Promise<Encoded> {
+  const values = new Set<string>();
   for (const { event } of unit) {
     for (const field of DICT_FIELDS) {
       const value = event[field];
-      if (value !== undefined) dictValues.add(toPgText(value));
+      if (value !== undefined) values.add(value);
     }
   }
-  const dict = await dictionary.ids(dictValues);
-  return encodeEvents(unit.map((e, ord) => ({ ord, ...e })), dict);
+  const encoded = [...values].map(toPgText);
+  const ids = await dictionary.ids(encoded);
+  const dict = new Map([...values].map((value, i) => [value, ids.get(encoded[i]!)!]));
+  const events = unit.map((e, ord) => ({ ord, ...e }));
+  return { literals: encodeEvents(events, dict), columns: encodeColumns(events, dict) };
 }
 
 /**

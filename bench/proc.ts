@@ -20,6 +20,43 @@ function hasTaskset(): boolean {
 }
 
 export const TASKSET = hasTaskset();
+
+/**
+ * How a server process is pinned to its core (`--pin`). 'process': every thread of it, so the SQLite
+ * writer thread, V8's GC helpers and libuv's pool share the core with the HTTP thread. 'main-thread':
+ * only its main (JavaScript, HTTP) thread; its other threads may run on any core of ALL_CPUS, which on
+ * a 2-core machine means beside the load generator whenever the server's core is busy.
+ */
+export type PinMode = 'process' | 'main-thread';
+
+/** The cores this bench may use (its own affinity), e.g. `0-1`: where a server's unpinned threads go. */
+export const ALL_CPUS = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0-1';
+
+/**
+ * Pins the main thread of process `pid` (its tid is the pid) to `cpu` and lets every other thread it
+ * has now run on `otherCpus`. Threads it starts later inherit their starter's affinity: a worker the
+ * main thread starts after this runs on `cpu` only.
+ */
+export function pinMainThreadOnly(pid: number, cpu: number, otherCpus: string): void {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    // taskset -p without -a sets one thread's affinity.
+    execFileSync('taskset', ['-p', '-c', tid === String(pid) ? String(cpu) : otherCpus, tid], { stdio: 'ignore' });
+  }
+}
+
+/** How many threads of `pid` may run on which cores, e.g. `{ "0": 1, "0-1": 11 }`. */
+export function threadAffinity(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const cpus = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? '?';
+      out[cpus] = (out[cpus] ?? 0) + 1;
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
 const CLK_TCK = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;

@@ -27,6 +27,7 @@ import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { ObjectKeyIds, prepareObjectKeys } from '../src/store/sqlite/object-keys.js';
 import type { CommitUnit, Store } from '../src/store/types.js';
 import { batchBodies, eventIdSource } from './mix.js';
+import { pinMainThreadOnly } from './proc.js';
 
 export interface RawInsertSpec {
   backend: 'sqlite' | 'postgres';
@@ -44,6 +45,8 @@ export interface RawInsertSpec {
   pool: number;
   now: number;
   tag: string;
+  /** --pin=main-thread: this process starts pinned whole; its other threads are let go before the clock starts. */
+  pinMainThread?: { cpu: number; otherCpus: string };
 }
 
 export interface RawInsertResult {
@@ -224,6 +227,8 @@ async function store(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIns
     const { openPostgresStore } = await import('../src/store/postgres/index.js');
     opened = await openPostgresStore({ url: spec.url!, poolMax: SETTINGS.pgPoolMax.default });
   }
+  // After the store is open: its SQLite writer thread exists by now.
+  if (spec.pinMainThread) pinMainThreadOnly(process.pid, spec.pinMainThread.cpu, spec.pinMainThread.otherCpus);
   const units: CommitUnit[] = [];
   for (let from = 0; from < events.length; from += spec.txRows) {
     units.push({ events: events.slice(from, from + spec.txRows).map((event) => ({ tenantId: TENANT, receivedAt: spec.now, event })), quarantine: [] });
@@ -244,6 +249,8 @@ async function store(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIns
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as RawInsertSpec;
   const events = normalizedEvents(spec);
+  // The raw baselines run on this thread alone; the store pins once its writer thread is up.
+  if (spec.pinMainThread && spec.mode === 'raw') pinMainThreadOnly(process.pid, spec.pinMainThread.cpu, spec.pinMainThread.otherCpus);
   const result = spec.mode === 'store' ? await store(spec, events) : spec.backend === 'sqlite' ? await sqlite(spec, events) : await postgres(spec, events);
   process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
 }

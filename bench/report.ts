@@ -9,6 +9,7 @@ import { basename } from 'node:path';
 import type { LoadResult } from './loadgen.js';
 import { NOISY_CORES, TARGETS } from './phases.js';
 import type { Phase } from './phases.js';
+import type { PinMode } from './proc.js';
 import type { ProfileSummary } from './profile.js';
 import type { RawInsertResult } from './raw-insert.js';
 import { median } from './stats.js';
@@ -27,6 +28,8 @@ export interface Settings {
   databaseUrl?: string;
   /** Niceness the measured processes ran with. */
   nice?: number;
+  /** What of each server process was pinned to the server core (bench/proc.ts PinMode). */
+  pin: PinMode;
   only?: string[];
   cpuProf?: string;
   /** Extra Node/V8 flags the bucketmeter server ran with (experiments; a run with them is not the reference). */
@@ -68,6 +71,8 @@ export interface RunRecord {
     otherCpuCores: number;
     /** Per core (`cpu0`, ...): share of the window in tasks, in interrupts (softirq: loopback networking), idle. */
     cores: Record<string, { tasks: number; interrupts: number; idle: number }>;
+    /** After the run: how many of the server's threads could run on which cores (e.g. `{ "0": 12 }`). */
+    affinity: Record<string, number>;
     rss?: { firstWindowMb: number; lastWindowMb: number; growth: number; windowSec: number; secondHalfMbPerMin: number };
     rssSeries?: [number, number][];
     stop?: { code: number | null; signal: string | null; ms: number; killed: boolean };
@@ -389,7 +394,7 @@ export function renderReport(results: BenchResults): string {
   }
 
   const m = results.machine;
-  lines.push('', `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB RAM, Node ${m.node}, Linux ${m.kernel}, disk: ${m.disk}. Server on core 0, load generator on core 1${results.pinned ? '' : ' (NOT pinned: taskset missing)'}${settings.nice !== undefined ? `, both at nice ${settings.nice}` : ''}. Commit ${m.commit}, ${results.startedAt}.`);
+  lines.push('', `Machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB RAM, Node ${m.node}, Linux ${m.kernel}, disk: ${m.disk}. ${settings.pin === 'main-thread' ? 'Server main thread on core 0 (its other threads, the SQLite writer among them, on any core)' : 'Server (every thread, the SQLite writer among them) on core 0'}, load generator on core 1${results.pinned ? '' : ' (NOT pinned: taskset missing)'}${settings.nice !== undefined ? `, both at nice ${settings.nice}` : ''}. Commit ${m.commit}, ${results.startedAt}.`);
   return lines.join('\n');
 }
 

@@ -2,11 +2,13 @@
  * `npm run bench`: measures bucketmeter against its baselines and its targets, one phase after the
  * other, each phase repeated (rounds interleave the phases, so slow drift of the machine spreads over
  * all of them), and reports medians. Server and load generator run as separate processes pinned to
- * different cores (taskset); this process only orchestrates and samples /proc.
+ * different cores (taskset; with --pin=main-thread only the server's main thread stays pinned, see
+ * proc.ts PinMode); this process only orchestrates and samples /proc.
  *
  *   npm run bench -- [--quick] [--runs N] [--database-url URL] [--only PHASE|GROUP,...] [--cpu-prof PHASE]
  *                    [--node-flags="--max-semi-space-size=32 ..."]   (V8/Node flags for the bucketmeter server)
  *                    [--nice=-10]   (niceness of the measured processes, for a machine others use)
+ *                    [--pin=process|main-thread]   (what of a server is pinned to core 0: see proc.ts PinMode)
  *
  * PostgreSQL phases run when --database-url or BENCH_DATABASE_URL is given: each run creates a schema of
  * its own in that database (CREATE SCHEMA rights needed), points the server at it through the URL's
@@ -22,8 +24,8 @@ import { Client } from 'pg';
 import type { LoadResult, LoadSpec } from './loadgen.js';
 import { NOISY_CORES, phases, STREAMS } from './phases.js';
 import type { Phase } from './phases.js';
-import { coreShares, coreTimes, cpuSeconds, MemorySampler, threadCpuSeconds, threadSplit, ROOT, benchMessage, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
-import type { Child, CoreTimes } from './proc.js';
+import { ALL_CPUS, coreShares, coreTimes, cpuSeconds, MemorySampler, pinMainThreadOnly, threadAffinity, threadCpuSeconds, threadSplit, ROOT, benchMessage, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
+import type { Child, CoreTimes, PinMode } from './proc.js';
 import { formatProfile, summarizeProfile } from './profile.js';
 import type { RawInsertResult, RawInsertSpec } from './raw-insert.js';
 import { describeMachine, renderReport, summarize, updateDocs } from './report.js';
@@ -42,6 +44,7 @@ function readSettings(): Settings {
       'cpu-prof': { type: 'string' },
       'node-flags': { type: 'string' },
       nice: { type: 'string' },
+      pin: { type: 'string', default: 'process' },
       'no-docs': { type: 'boolean', default: false },
     },
   });
@@ -50,6 +53,8 @@ function readSettings(): Settings {
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: expected a positive integer, got ${values.runs}`);
   const nice = values.nice === undefined ? undefined : Number(values.nice);
   if (nice !== undefined && (!Number.isInteger(nice) || nice < -20 || nice > 19)) throw new Error(`--nice: expected an integer -20..19, got ${values.nice}`);
+  if (values.pin !== 'process' && values.pin !== 'main-thread') throw new Error(`--pin: expected process or main-thread, got ${values.pin}`);
+  const pin: PinMode = values.pin;
   const databaseUrl = values['database-url'] ?? process.env.BENCH_DATABASE_URL;
   const only = values.only?.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
   return {
@@ -63,6 +68,7 @@ function readSettings(): Settings {
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
     quietWaitSec: quick ? 0 : 60,
+    pin,
     ...(databaseUrl ? { databaseUrl } : {}),
     ...(nice !== undefined ? { nice } : {}),
     ...(only && only.length > 0 ? { only } : {}),
@@ -182,6 +188,8 @@ async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Prom
       pool: STREAMS.batch1000.pool,
       now: Math.floor(Date.now() / 1000),
       tag: randomBytes(4).toString('hex'),
+      // The child unpins its other threads itself, once its store (and so the writer thread) is open.
+      ...(settings.pin === 'main-thread' && TASKSET ? { pinMainThread: { cpu: SERVER_CPU, otherCpus: ALL_CPUS } } : {}),
     };
     const child = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/raw-insert.js'), JSON.stringify(spec)]);
     try {
@@ -219,6 +227,9 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
     } else {
       server = await startBaseline(cpu(SERVER_CPU), phase.target === 'hello' ? 'hello.js' : 'validate-only.js');
     }
+    // Started pinned whole; once it is up (the SQLite writer thread is started before the server listens),
+    // everything but its main thread is let go.
+    if (settings.pin === 'main-thread' && TASKSET) pinMainThreadOnly(server.pid, SERVER_CPU, ALL_CPUS);
     sampler = new MemorySampler(server.pid);
     const spec: LoadSpec = {
       url: server.url,
@@ -263,7 +274,7 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
       await loadgen.stop(5_000);
     }
     record.load = load;
-    record.server = { peakRssMb: sampler.peakMb, largestSample: sampler.atPeak, cpuCores: serverCpu, threads, otherCpuCores: otherCpu, cores };
+    record.server = { peakRssMb: sampler.peakMb, largestSample: sampler.atPeak, cpuCores: serverCpu, threads, otherCpuCores: otherCpu, cores, affinity: threadAffinity(server.pid) };
     if (phase.sustained) {
       const w = settings.flatWindowSec;
       const first = sampler.meanBetween(measuredFrom, 0, w);

@@ -1,7 +1,8 @@
 /**
  * Resolves an X-API-Key to its tenant. Lookups are cached for a few seconds (bounded), so a key
  * revoked on any node stops working everywhere within `cacheSeconds`, without a database round trip
- * per request.
+ * per request. The cache is keyed by the key itself, so that a hit costs no SHA-256; it lives in
+ * process memory only, as the request's headers do, and is never logged.
  */
 import { BmError } from '../errors.js';
 import type { KeyStore } from '../store/types.js';
@@ -36,10 +37,8 @@ export class Authenticator {
   async authenticate(key: string | string[] | undefined): Promise<Tenant> {
     if (key === undefined || key === '') throw new BmError('BM_ERR_AUTH_MISSING_KEY');
     if (typeof key !== 'string' || key.length > MAX_KEY_LENGTH) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
-    const hash = hashKey(key);
-    const cacheKey = hash.toString('base64');
     const now = Date.now();
-    const hit = this.cache.get(cacheKey);
+    const hit = this.cache.get(key);
     let tenant: Tenant | undefined;
     if (hit !== undefined && hit.until > now) {
       tenant = hit.tenant;
@@ -49,15 +48,15 @@ export class Authenticator {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms);
       });
-      const record = await Promise.race([this.options.keys.findActiveByHash(hash), timeout])
+      const record = await Promise.race([this.options.keys.findActiveByHash(hashKey(key)), timeout])
         .catch((cause: unknown) => {
           throw new BmError('BM_ERR_STORE_UNAVAILABLE', 'The key could not be checked: the store is unavailable.', { retryAfter: 1 }, { cause });
         })
         .finally(() => clearTimeout(timer));
       tenant = record && { id: record.tenantId, name: record.tenantName, keyId: record.id };
       if (this.cache.size >= this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.delete(cacheKey);
-      this.cache.set(cacheKey, { tenant, until: now + this.options.cacheSeconds * 1000 });
+      this.cache.delete(key);
+      this.cache.set(key, { tenant, until: now + this.options.cacheSeconds * 1000 });
     }
     if (tenant === undefined) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
     return tenant;

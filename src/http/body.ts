@@ -26,6 +26,8 @@ export interface BodyLimits {
 
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
+  // What clients send: no need to split and lowercase.
+  if (contentType === 'application/json') return true;
   const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }

@@ -1,8 +1,10 @@
 /** POST single-event and batch ingestion, under the spec's paths and the wire format's /s3 aliases. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IngestService } from '../../ingest/service.js';
 import { notJsonProblem, readBody } from '../body.js';
 import type { BodyLimits, RawBody } from '../body.js';
+
+const EMPTY = Buffer.alloc(0);
 
 const SINGLE_PATHS = ['/storage', '/storage/singleCopy', '/s3', '/s3/single'];
 const BATCH_PATHS = ['/storage/batch', '/s3/batch'];
@@ -43,36 +45,38 @@ const batchReply = {
 
 export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
   return async function (app: FastifyInstance): Promise<void> {
-    // After the key check (a root hook), before the body is read.
-    app.addHook('onRequest', async () => ingest.admit());
-    const bodyOf = async (body: RawBody | undefined, tenantId: number, source: string): Promise<Buffer> => {
-      const raw = body ?? { bytes: Buffer.alloc(0) };
-      if (raw.problem) {
-        const { code, errors, limit } = raw.problem;
-        await ingest.rejectBody(tenantId, source, code, errors, raw.bytes, limit === undefined ? {} : { limit });
-      }
-      return raw.bytes;
-    };
+    // After the key check (a root hook), before the body is read. A callback hook: no promise per request.
+    app.addHook('onRequest', (_request, _reply, done) => {
+      ingest.admit();
+      done();
+    });
+    /** Keeps a body the reader refused in quarantine, then throws its error. */
+    const refuseBody = (problem: NonNullable<RawBody['problem']>, bytes: Buffer, tenantId: number, source: string): Promise<never> =>
+      ingest.rejectBody(tenantId, source, problem.code, problem.errors, bytes, problem.limit === undefined ? {} : { limit: problem.limit });
+    /** The body as the reader left it; none at all reads as empty. */
+    const rawBody = (request: FastifyRequest): RawBody => (request.body as RawBody | undefined) ?? { bytes: EMPTY };
     // Fastify refuses a Content-Type it cannot parse (e.g. `json`) before any body parser runs: read the
     // body here, so that it is refused and kept in quarantine like any other body that is not JSON.
     app.setErrorHandler(async (error, request) => {
       if ((error as { code?: string }).code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') throw error;
       const raw = await readBody(request.raw, request.headers, limits);
-      await bodyOf({ bytes: raw.bytes, problem: raw.problem ?? notJsonProblem(request.headers['content-type']) }, request.tenant.id, `POST ${request.routeOptions.url}`);
+      await refuseBody(raw.problem ?? notJsonProblem(request.headers['content-type']), raw.bytes, request.tenant.id, `POST ${request.routeOptions.url}`);
     });
 
     for (const url of SINGLE_PATHS) {
       const source = `POST ${url}`;
       app.post(url, { schema: { response: singleReply } }, async (request) => {
-        const bytes = await bodyOf(request.body as RawBody | undefined, request.tenant.id, source);
-        return ingest.ingestOne(request.tenant.id, bytes, source);
+        const raw = rawBody(request);
+        if (raw.problem !== undefined) return refuseBody(raw.problem, raw.bytes, request.tenant.id, source);
+        return ingest.ingestOne(request.tenant.id, raw.bytes, source);
       });
     }
     for (const url of BATCH_PATHS) {
       const source = `POST ${url}`;
       app.post(url, { schema: { response: batchReply } }, async (request) => {
-        const bytes = await bodyOf(request.body as RawBody | undefined, request.tenant.id, source);
-        return ingest.ingestBatch(request.tenant.id, bytes, source);
+        const raw = rawBody(request);
+        if (raw.problem !== undefined) return refuseBody(raw.problem, raw.bytes, request.tenant.id, source);
+        return ingest.ingestBatch(request.tenant.id, raw.bytes, source);
       });
     }
   };

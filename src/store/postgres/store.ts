@@ -135,9 +135,6 @@ export const INPUT_COLUMNS = [
 ] as const;
 
 export type InputColumn = (typeof INPUT_COLUMNS)[number][0];
-export type InputValue = string | number | boolean | null;
-/** One array per input column, all of the same length. */
-export type EventColumns = Record<InputColumn, InputValue[]>;
 
 const STORED_COLUMNS = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
 const DICT_COLUMN: Record<DictField, InputColumn> = {
@@ -199,40 +196,51 @@ SELECT ord, seq FROM kept`;
 export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${QUARANTINE_PARAMS + i + 1}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
 const COMMIT_SQL = commitSql(UNNEST_INPUT);
 
-function dictValues(event: EventRecord): string[] {
-  const values: string[] = [];
-  for (const field of DICT_FIELDS) {
-    const value = event[field];
-    if (value !== undefined) values.push(toPgText(value));
-  }
-  return values;
+const QUOTE_ESCAPE = /["\\]/;
+const QUOTE_ESCAPE_ALL = /["\\]/g;
+
+/** An element of a PostgreSQL array literal holding text: always quoted, so no value reads as NULL. */
+function quoted(value: string): string {
+  return '"' + (QUOTE_ESCAPE.test(value) ? value.replace(QUOTE_ESCAPE_ALL, '\\$&') : value) + '"';
 }
 
-/** Column arrays for `events` (the unit's first occurrences, with their unit index). */
-export function encodeEvents(events: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[], dict: Map<string, number>): EventColumns {
-  const columns = Object.fromEntries(INPUT_COLUMNS.map(([name]) => [name, [] as InputValue[]])) as EventColumns;
-  const text = (value: string | undefined) => (value === undefined ? null : toPgText(value));
-  for (const { ord, tenantId, receivedAt, event } of events) {
-    columns.ord.push(ord);
-    columns.tenant_id.push(tenantId);
-    columns.event_id.push(text(event.eventId));
-    columns.ts.push(event.timestamp);
-    columns.received_at.push(receivedAt);
-    columns.bytes.push(event.bytes ?? null);
-    for (const field of DICT_FIELDS) {
-      const value = event[field];
-      columns[DICT_COLUMN[field]].push(value === undefined ? null : (dict.get(toPgText(value)) ?? null));
+const textOrNull = (value: string | undefined): string => (value === undefined ? 'NULL' : quoted(toPgText(value)));
+
+const C = Object.fromEntries(INPUT_COLUMNS.map(([name], i) => [name, i])) as Record<InputColumn, number>;
+const DICT_COLUMN_INDEX = DICT_FIELDS.map((field) => C[DICT_COLUMN[field]]);
+
+/**
+ * The commit statement's column parameters, one array literal per INPUT_COLUMNS entry, for `events`
+ * (the unit's first occurrences, with their unit index). Written here rather than handed to
+ * node-postgres as JS arrays: its generic per-element escaping cost more than the rest of the encoding.
+ * `dict` maps each dictionary value (as the event holds it) to its id.
+ */
+export function encodeEvents(events: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[], dict: Map<string, number>): string[] {
+  const columns = INPUT_COLUMNS.map(() => new Array<string | number>(events.length));
+  for (let i = 0; i < events.length; i++) {
+    const { ord, tenantId, receivedAt, event } = events[i]!;
+    columns[C.ord]![i] = ord;
+    columns[C.tenant_id]![i] = tenantId;
+    columns[C.event_id]![i] = textOrNull(event.eventId);
+    columns[C.ts]![i] = event.timestamp;
+    columns[C.received_at]![i] = receivedAt;
+    columns[C.bytes]![i] = event.bytes ?? 'NULL';
+    for (let f = 0; f < DICT_FIELDS.length; f++) {
+      const value = event[DICT_FIELDS[f]!];
+      columns[DICT_COLUMN_INDEX[f]!]![i] = value === undefined ? 'NULL' : dict.get(value)!;
     }
-    columns.action.push(KINDS[event.action].code);
-    columns.part_number.push(event.partNumber ?? null);
+    columns[C.action]![i] = KINDS[event.action].code;
+    columns[C.part_number]![i] = event.partNumber ?? 'NULL';
     const billable = encodeBool(event.isBillableEgress);
-    columns.is_billable_egress.push(billable === null ? null : billable === 1);
-    columns.object_key.push(text(event.objectKey));
-    columns.version_id.push(text(event.versionId));
-    columns.upload_id.push(text(event.uploadId));
-    columns.rest.push(encodeRest(event));
+    columns[C.is_billable_egress]![i] = billable === null ? 'NULL' : billable === 1 ? 't' : 'f';
+    columns[C.object_key]![i] = textOrNull(event.objectKey);
+    columns[C.version_id]![i] = textOrNull(event.versionId);
+    columns[C.upload_id]![i] = textOrNull(event.uploadId);
+    // JSON.stringify escapes NUL and lone surrogates, so the JSON is valid PostgreSQL text as it is.
+    const rest = encodeRest(event);
+    columns[C.rest]![i] = rest === null ? 'NULL' : quoted(rest);
   }
-  return columns;
+  return columns.map((column) => '{' + column.join(',') + '}');
 }
 
 // ---- Errors ----
@@ -435,6 +443,7 @@ export class PostgresStore implements Store {
     const first = new Map<string, number>();
     const outcomes: EventOutcome[] = [];
     const candidates: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[] = [];
+    // Distinct dictionary values of the unit: each is encoded and looked up once, not once per event.
     const values = new Set<string>();
     unit.events.forEach(({ tenantId, receivedAt, event }, ord) => {
       outcomes.push({ eventId: event.eventId ?? '', duplicate: false });
@@ -447,12 +456,15 @@ export class PostgresStore implements Store {
         first.set(key, ord);
       }
       candidates.push({ ord, tenantId, receivedAt, event });
-      for (const value of dictValues(event)) values.add(value);
+      for (const field of DICT_FIELDS) {
+        const value = event[field];
+        if (value !== undefined) values.add(value);
+      }
     });
     if (candidates.length === 0 && unit.quarantine.length === 0 && (unit.replayed?.ids.length ?? 0) === 0) return outcomes;
 
     try {
-      const dict = values.size === 0 ? new Map<string, number>() : await this.dictionary.ids(values);
+      const dict = await this.dictIds(values);
       const columns = encodeEvents(candidates, dict);
       const q = unit.quarantine;
       const params: unknown[] = [
@@ -466,7 +478,7 @@ export class PostgresStore implements Store {
         q.map((e) => e.body),
         unit.replayed?.ids ?? [],
         unit.replayed?.at ?? null,
-        ...INPUT_COLUMNS.map(([name]) => columns[name]),
+        ...columns,
       ];
       const rows = await this.runCommit(params);
       const kept = new Map(rows.map((row) => [row.ord, row.seq]));
@@ -483,6 +495,17 @@ export class PostgresStore implements Store {
     } catch (err) {
       throw unavailable(err);
     }
+  }
+
+  /** Ids of dictionary values as events hold them (the dictionary stores them toPgText-encoded). */
+  private async dictIds(values: Set<string>): Promise<Map<string, number>> {
+    const byRaw = new Map<string, number>();
+    if (values.size === 0) return byRaw;
+    const encoded = [...values].map(toPgText);
+    const ids = await this.dictionary.ids(encoded);
+    let i = 0;
+    for (const value of values) byRaw.set(value, ids.get(encoded[i++]!)!);
+    return byRaw;
   }
 
   /** One statement is one transaction; a deadlock or serialization failure rolled it all back, so retrying is safe. */

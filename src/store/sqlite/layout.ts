@@ -1,7 +1,9 @@
 /**
  * How a commit unit travels to the writer thread and which column each field lands in. Events go as
- * flat arrays (one Float64Array of numbers, one array of strings) rather than as objects: cloning
- * them costs the main thread less, and the Float64Array is transferred without a copy.
+ * flat arrays (one Float64Array of numbers, one Int32Array of dictionary value indexes, one array of
+ * strings) rather than as objects: cloning them costs the main thread less, and the typed arrays are
+ * transferred without a copy. Dictionary values repeat (customers, buckets, providers), so each
+ * distinct one is sent once per unit and the writer resolves its id once per unit.
  */
 import { KINDS } from '../../events/catalogue.js';
 import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeBool, encodeRest } from '../row.js';
@@ -52,8 +54,11 @@ export const N_BILLABLE = 4;
 export const N_INTS = 5;
 export const NUMS_PER_EVENT = N_INTS + INT_FIELDS.length;
 
-/** Per event in PackedUnit.strs: DICT_FIELDS, TEXT_FIELDS, then these. */
-export const S_TEXTS = DICT_FIELDS.length;
+/** Per event in PackedUnit.dict: DICT_FIELDS, each an index into PackedUnit.values, -1 for absent. */
+export const DICT_PER_EVENT = DICT_FIELDS.length;
+
+/** Per event in PackedUnit.strs: TEXT_FIELDS, then these. */
+export const S_TEXTS = 0;
 export const S_EVENT_ID = S_TEXTS + TEXT_FIELDS.length;
 export const S_REST = S_EVENT_ID + 1;
 export const STRS_PER_EVENT = S_REST + 1;
@@ -74,6 +79,9 @@ export interface PackedQuarantine {
 export interface PackedUnit {
   count: number;
   nums: Float64Array;
+  dict: Int32Array;
+  /** The unit's distinct dictionary values, each once. */
+  values: string[];
   strs: (string | null)[];
   quarantine: PackedQuarantine[];
   replayed: { ids: number[]; at: number } | null;
@@ -82,6 +90,9 @@ export interface PackedUnit {
 export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: ArrayBuffer[] } {
   const count = unit.events.length;
   const nums = new Float64Array(count * NUMS_PER_EVENT);
+  const dict = new Int32Array(count * DICT_PER_EVENT);
+  const values: string[] = [];
+  const valueIndex = new Map<string, number>();
   const strs = new Array<string | null>(count * STRS_PER_EVENT);
   for (let i = 0; i < count; i++) {
     const { tenantId, receivedAt, event } = unit.events[i]!;
@@ -92,13 +103,25 @@ export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: Arra
     nums[n + N_ACTION] = KINDS[event.action].code;
     nums[n + N_BILLABLE] = encodeBool(event.isBillableEgress) ?? NaN;
     for (let f = 0; f < INT_FIELDS.length; f++) nums[n + N_INTS + f] = event[INT_FIELDS[f]!] ?? NaN;
+    const d = i * DICT_PER_EVENT;
+    for (let f = 0; f < DICT_FIELDS.length; f++) {
+      const value = event[DICT_FIELDS[f]!] ?? null;
+      let index = -1;
+      if (value !== null) {
+        index = valueIndex.get(value) ?? -1;
+        if (index === -1) {
+          index = values.push(value) - 1;
+          valueIndex.set(value, index);
+        }
+      }
+      dict[d + f] = index;
+    }
     const s = i * STRS_PER_EVENT;
-    for (let f = 0; f < DICT_FIELDS.length; f++) strs[s + f] = event[DICT_FIELDS[f]!] ?? null;
     for (let f = 0; f < TEXT_FIELDS.length; f++) strs[s + S_TEXTS + f] = event[TEXT_FIELDS[f]!] ?? null;
     strs[s + S_EVENT_ID] = event.eventId ?? null;
     strs[s + S_REST] = encodeRest(event);
   }
-  const transfer: ArrayBuffer[] = [nums.buffer];
+  const transfer: ArrayBuffer[] = [nums.buffer, dict.buffer];
   const quarantine = unit.quarantine.map((q): PackedQuarantine => {
     const body = new Uint8Array(q.body);
     transfer.push(body.buffer);
@@ -113,5 +136,5 @@ export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: Arra
       truncated: q.truncated,
     };
   });
-  return { packed: { count, nums, strs, quarantine, replayed: unit.replayed ?? null }, transfer };
+  return { packed: { count, nums, dict, values, strs, quarantine, replayed: unit.replayed ?? null }, transfer };
 }
