@@ -12,6 +12,15 @@ export interface LoadResult {
   /** Longest wait for an answer (or a network error), in milliseconds. */
   slowestMs: number;
   networkErrors: number;
+  /** Every answer: when its request was sent and when the answer was read (Date.now()), status and problem code. */
+  answers: Answer[];
+}
+
+export interface Answer {
+  sentAt: number;
+  answeredAt: number;
+  status: number;
+  code: string | undefined;
 }
 
 export interface LoadOptions {
@@ -30,7 +39,7 @@ export interface LoadOptions {
 
 /** Sends until `until` settles or the server goes away; a 200 marks each of its events acknowledged. */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), codes: new Map(), malformed: [], slowestMs: 0, networkErrors: 0 };
+  const result: LoadResult = { sent: new Set(), acknowledged: new Set(), statuses: new Map(), codes: new Map(), malformed: [], slowestMs: 0, networkErrors: 0, answers: [] };
   let stop = false;
   void options.until.then(() => (stop = true), () => (stop = true));
   let counter = 0;
@@ -49,6 +58,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           body: JSON.stringify(isBatch ? events : events[0]),
         });
         const text = await response.text();
+        const answer: Answer = { sentAt: started, answeredAt: Date.now(), status: response.status, code: undefined };
+        result.answers.push(answer);
         result.statuses.set(response.status, (result.statuses.get(response.status) ?? 0) + 1);
         if (response.status === 200) {
           if (isBatch) {
@@ -58,6 +69,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           for (const id of ids) result.acknowledged.add(id);
         } else {
           const code = /"code":"(\w+)"/.exec(text)?.[1] ?? 'none';
+          answer.code = code;
           result.codes.set(code, (result.codes.get(code) ?? 0) + 1);
           const problemJson = response.headers.get('content-type')?.startsWith('application/problem+json') === true;
           const retryAfter = response.headers.get('retry-after') !== null || (response.status !== 429 && response.status !== 503);

@@ -20,8 +20,8 @@ export interface ServerProcess {
   child: ChildProcess;
   /** Everything the process wrote, stdout and stderr. */
   output(): string;
-  /** SIGTERM and wait for exit; resolves the exit code. */
-  stop(): Promise<number | null>;
+  /** SIGTERM and wait for exit; resolves the exit code. With `killAfterMs`, SIGKILL if still running by then. */
+  stop(killAfterMs?: number): Promise<number | null>;
   /** SIGKILL and wait for the process to be gone. */
   kill(): Promise<void>;
 }
@@ -54,6 +54,11 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     void exited.then((code) => fail(new Error(`server exited (${code}) before listening:\n${output}`)));
     setTimeout(() => fail(new Error(`server did not start in 20 s:\n${output}`)), 20_000).unref();
+  }).catch(async (error: unknown) => {
+    // A server that never came up must not outlive the test that started it.
+    child.kill('SIGKILL');
+    await exited;
+    throw error;
   });
   const protocol = options.protocol ?? 'http';
   return {
@@ -62,9 +67,15 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
     bootstrapKey,
     child,
     output: () => output,
-    stop: async () => {
+    stop: async (killAfterMs?: number) => {
       child.kill('SIGTERM');
-      return exited;
+      if (killAfterMs === undefined) return exited;
+      const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
     },
     kill: async () => {
       child.kill('SIGKILL');
