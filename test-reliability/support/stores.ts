@@ -5,8 +5,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Client } from 'pg';
-import { BACKENDS, dropFreshStores } from '../../test/support/backends.js';
+import { BACKENDS, dropFreshStores, withPg } from '../../test/support/backends.js';
 import type { Backend } from '../../test/support/backends.js';
 import { tempDir } from '../../test/support/server.js';
 import type { StartOptions } from '../../test/support/server.js';
@@ -55,15 +54,7 @@ export function serverOptions(target: StoreTarget, args: string[] = [], env: Rec
   return target.backend === 'sqlite' ? { dataDir: target.dataDir, args, env } : { args: [...storeArgs(target), ...args], env };
 }
 
-export async function withPg<T>(url: string, run: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
-}
+export { withPg };
 
 function sqlitePath(dataDir: string): string {
   return join(dataDir, 'bucketmeter.db');

@@ -15,20 +15,15 @@ import { migrate } from '../../src/store/postgres/migrate.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { ensurePartitions, monthPartition } from '../../src/store/postgres/partitions.js';
 import { StoreUnavailableError, type EventToStore, type Store } from '../../src/store/types.js';
+import { withPg } from '../support/backends.js';
 
 const BASE_URL = process.env.TEST_DATABASE_URL;
 const SKIP = BASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL-specific tests SKIPPED';
 
 const dropAfterwards: string[] = [];
 
-async function admin<T>(run: (client: Client) => Promise<T>, url = BASE_URL): Promise<T> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await run(client);
-  } finally {
-    await client.end();
-  }
+function admin<T>(run: (client: Client) => Promise<T>, url = BASE_URL!): Promise<T> {
+  return withPg(url, run);
 }
 
 /** A fresh database on the TEST_DATABASE_URL server, dropped when the file is done. */

@@ -41,11 +41,16 @@ export async function dropFreshStores(): Promise<void> {
   });
 }
 
-async function admin(run: (client: pg.Client) => Promise<unknown>): Promise<void> {
-  const client = new pg.Client({ connectionString: BASE_URL });
+function admin(run: (client: pg.Client) => Promise<unknown>): Promise<unknown> {
+  return withPg(BASE_URL!, run);
+}
+
+/** Runs `run` on a connection of its own to `url`, closed afterwards. */
+export async function withPg<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await run(client);
+    return await run(client);
   } finally {
     await client.end();
   }
