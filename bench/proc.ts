@@ -175,8 +175,8 @@ export async function startBucketmeter(options: { cpu: number | undefined; dataD
 }
 
 /** Starts one of the baseline servers in bench/servers/. */
-export async function startBaseline(cpu: number | undefined, script: string): Promise<Child & { url: string }> {
-  const child = spawnNode(cpu, [join(ROOT, 'dist/bench/servers', script)]);
+export async function startBaseline(cpu: number | undefined, script: string, nodeFlags: string[] = []): Promise<Child & { url: string }> {
+  const child = spawnNode(cpu, [join(ROOT, 'dist/bench/servers', script)], { nodeFlags });
   try {
     const listening = await child.waitFor(/"port":(\d+)[^\n]*"msg":"bench server listening"/, 30_000);
     return { ...child, url: `http://127.0.0.1:${listening[1]}` };

@@ -217,15 +217,11 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
   let sampler: MemorySampler | undefined;
   try {
     await schema?.create();
+    const nodeFlags = [...(settings.nodeFlags ?? []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
     if (phase.target === 'bucketmeter') {
-      server = await startBucketmeter({
-        cpu: cpu(SERVER_CPU),
-        dataDir,
-        ...(schema ? { databaseUrl: schema.url } : {}),
-        nodeFlags: [...(settings.nodeFlags ?? []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
-      });
+      server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir, ...(schema ? { databaseUrl: schema.url } : {}), nodeFlags });
     } else {
-      server = await startBaseline(cpu(SERVER_CPU), phase.target === 'hello' ? 'hello.js' : 'validate-only.js');
+      server = await startBaseline(cpu(SERVER_CPU), phase.target === 'hello' ? 'hello.js' : 'validate-only.js', nodeFlags);
     }
     // Started pinned whole; once it is up (the SQLite writer thread is started before the server listens),
     // everything but its main thread is let go.
