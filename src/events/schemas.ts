@@ -7,8 +7,8 @@
  * Each value type carries, next to its schema, how a failure is put into words, so that a FieldError
  * says what is wrong with the value itself rather than echoing an Ajv keyword.
  */
-import { Ajv } from 'ajv';
-import type { ErrorObject, SchemaObject, ValidateFunction } from 'ajv';
+import { Ajv, _ } from 'ajv';
+import type { ErrorObject, KeywordCxt, SchemaObject, ValidateFunction } from 'ajv';
 import {
   ACTION_NAMES,
   COMMON_FIELDS,
@@ -70,22 +70,24 @@ const ajv = new Ajv({
   verbose: true,
 });
 
-ajv.addKeyword({
-  keyword: 'storableString',
-  type: 'string',
-  schemaType: 'number',
-  errors: false,
-  // Runs once per schema location at compile time; the returned check is what runs per value.
-  compile: (maxBytes: number) => (data: string) => isStorableString(data, maxBytes),
-});
+/**
+ * A keyword whose check is a plain call inlined into the compiled validator. (A `compile` keyword
+ * would be called with a context object and an instance path built for every value checked.)
+ */
+function inlineKeyword(keyword: string, schemaType: 'number' | 'boolean', check: (data: string, schema: never) => boolean): void {
+  ajv.addKeyword({
+    keyword,
+    type: 'string',
+    schemaType,
+    code(cxt: KeywordCxt) {
+      const fn = cxt.gen.scopeValue('func', { ref: check });
+      cxt.fail(_`!${fn}(${cxt.data}, ${cxt.schema})`);
+    },
+  });
+}
 
-ajv.addKeyword({
-  keyword: 'isoTimestamp',
-  type: 'string',
-  schemaType: 'boolean',
-  errors: false,
-  compile: () => (data: string) => parseTimestamp(data) !== undefined,
-});
+inlineKeyword('storableString', 'number', isStorableString);
+inlineKeyword('isoTimestamp', 'boolean', (data: string) => parseTimestamp(data) !== undefined);
 
 /** Absent, null and "" all mean "not given" for an optional value. */
 const ABSENT: SchemaObject = { enum: [null, ''] };
