@@ -165,7 +165,7 @@ describe('sqlite store failures', () => {
     migrate(db, MIGRATIONS, () => T0);
     const warnings: string[] = [];
     const logger = { warn: (_: object, msg: string) => void warnings.push(msg) };
-    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000 }, logger, new URL(`file://${script}`)));
+    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000, maxGroupEvents: 10_000 }, logger, new URL(`file://${script}`)));
     try {
       const { tenantId } = await newTenant(store);
       writeFileSync(marker, '');

@@ -4,6 +4,8 @@ import type { PackedUnit } from './layout.js';
 export interface WriterData {
   path: string;
   busyTimeoutMs: number;
+  /** Most events the writer merges into one transaction from the commit requests waiting for it. */
+  maxGroupEvents: number;
 }
 
 export type WriterCommand =

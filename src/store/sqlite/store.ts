@@ -24,6 +24,8 @@ export interface SqliteStoreOptions {
   logger?: WriterLogger;
   /** How long a write waits for another connection's lock before failing (default 5 s). */
   busyTimeoutMs?: number;
+  /** Most events the writer commits in one transaction (default 10,000). */
+  maxGroupEvents?: number;
 }
 
 export interface ConnectionSettings {
@@ -126,6 +128,8 @@ export class SqliteStore implements Store {
   }
 }
 
+const DEFAULT_MAX_GROUP_EVENTS = 10_000;
+
 /** Opens (creating or migrating as needed) the database and starts its writer thread. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
@@ -143,7 +147,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS }, options.logger);
   const store = new SqliteStore(db, writer);
   try {
     // Opens the writer's connection now, so a store that cannot write fails here rather than later.

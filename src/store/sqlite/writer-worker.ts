@@ -1,8 +1,11 @@
 /**
  * The writer thread: owns the connection that commits, so the WAL fsync of every commit happens off
- * the main event loop. Requests are handled one at a time, in the order they were sent.
+ * the main event loop. Requests are handled in the order they were sent. Commit requests that are
+ * already waiting when a transaction starts join it (up to maxGroupEvents): the main thread hands
+ * units over as soon as they are packed, and this thread never waits for a round trip while work is
+ * queued, however large the backlog grows.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
 import { openConnection, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
@@ -62,60 +65,24 @@ class Writer {
   /** value → id of committed dictionary rows only (see commit's rollback handling). */
   readonly #dict = new Map<string, number>();
   readonly #objectKeys = new ObjectKeyIds();
+  /** The insert's parameters, rewritten for each event. */
+  readonly #args = new Array<unknown>(EVENT_COLUMNS.length);
 
   constructor(private readonly data: WriterData) {}
 
-  commit(unit: PackedUnit): Float64Array<ArrayBuffer> {
+  /** Commits the units in one transaction: all of them, or none. Per unit, the seq of each event (0: duplicate). */
+  commit(units: readonly PackedUnit[]): Float64Array<ArrayBuffer>[] {
     const s = this.#open();
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
     this.#objectKeys.trim();
-    const { count, nums, dict, strs } = unit;
-    const seqs = new Float64Array(count);
-    // Dictionary values first inserted by this unit: their ids vanish if the unit rolls back.
+    const seqs = units.map((unit) => new Float64Array(unit.count));
+    // Dictionary values and object keys first inserted by this transaction: their ids vanish if it rolls back.
     const added: string[] = [];
     const addedKeys: string[] = [];
-    const args = new Array<unknown>(EVENT_COLUMNS.length);
     try {
       s.begin.run();
       let seq = s.lastSeq.get() as number;
-      const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
-      for (let i = 0; i < count; i++) {
-        const n = i * NUMS_PER_EVENT;
-        const d = i * DICT_PER_EVENT;
-        const o = i * STRS_PER_EVENT;
-        const timestamp = nums[n + N_TIMESTAMP]!;
-        args[0] = seq + 1;
-        args[1] = nums[n + N_TENANT];
-        args[2] = timestamp;
-        args[3] = nums[n + N_RECEIVED_AT]! - timestamp;
-        args[4] = nums[n + N_ACTION];
-        for (let f = 0; f < DICT_FIELDS.length; f++) {
-          const index = dict[d + f]!;
-          args[A_DICT + f] = index === -1 ? null : dictIds[index];
-        }
-        for (let f = 0; f < TEXT_FIELDS.length; f++) {
-          const text = strs[o + S_TEXTS + f] ?? null;
-          args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys.id(s.objectKeys, text, addedKeys) : text;
-        }
-        for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
-        args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
-        const eventId = strs[o + S_EVENT_ID] ?? null;
-        args[A_EVENT_ID] = eventId;
-        args[A_REST] = strs[o + S_REST];
-        if (eventId === null) {
-          s.insert.run(args);
-          seqs[i] = ++seq;
-        } else if (s.insertOnce.run(args).changes === 1) {
-          seqs[i] = ++seq;
-        } // else a duplicate: seqs[i] stays 0
-      }
-      for (const q of unit.quarantine) {
-        const body = Buffer.from(q.body.buffer, q.body.byteOffset, q.body.byteLength);
-        s.quarantineAdd.run(q.tenantId, q.receivedAt, q.code, q.errors, q.source, q.index, body, q.truncated ? 1 : 0);
-      }
-      if (unit.replayed !== null) {
-        for (const id of unit.replayed.ids) s.replayed.run(unit.replayed.at, id);
-      }
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, added, addedKeys);
       s.setLastSeq.run(seq);
       s.commit.run();
       return seqs;
@@ -125,6 +92,54 @@ class Writer {
       this.#reset();
       throw err;
     }
+  }
+
+  /**
+   * Inserts one unit's events, numbered on from `seq`, writing each one's seq into `seqs` (0 for a
+   * duplicate), then its quarantine entries and replay marks. Returns the last seq handed out.
+   */
+  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, added: string[], addedKeys: string[]): number {
+    const { count, nums, dict, strs } = unit;
+    const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
+    const args = this.#args;
+    for (let i = 0; i < count; i++) {
+      const n = i * NUMS_PER_EVENT;
+      const d = i * DICT_PER_EVENT;
+      const o = i * STRS_PER_EVENT;
+      const timestamp = nums[n + N_TIMESTAMP]!;
+      args[0] = seq + 1;
+      args[1] = nums[n + N_TENANT];
+      args[2] = timestamp;
+      args[3] = nums[n + N_RECEIVED_AT]! - timestamp;
+      args[4] = nums[n + N_ACTION];
+      for (let f = 0; f < DICT_FIELDS.length; f++) {
+        const index = dict[d + f]!;
+        args[A_DICT + f] = index === -1 ? null : dictIds[index];
+      }
+      for (let f = 0; f < TEXT_FIELDS.length; f++) {
+        const text = strs[o + S_TEXTS + f] ?? null;
+        args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys.id(s.objectKeys, text, addedKeys) : text;
+      }
+      for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
+      args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
+      const eventId = strs[o + S_EVENT_ID] ?? null;
+      args[A_EVENT_ID] = eventId;
+      args[A_REST] = strs[o + S_REST];
+      if (eventId === null) {
+        s.insert.run(args);
+        seqs[i] = ++seq;
+      } else if (s.insertOnce.run(args).changes === 1) {
+        seqs[i] = ++seq;
+      } // else a duplicate: seqs[i] stays 0
+    }
+    for (const q of unit.quarantine) {
+      const body = Buffer.from(q.body.buffer, q.body.byteOffset, q.body.byteLength);
+      s.quarantineAdd.run(q.tenantId, q.receivedAt, q.code, q.errors, q.source, q.index, body, q.truncated ? 1 : 0);
+    }
+    if (unit.replayed !== null) {
+      for (const id of unit.replayed.ids) s.replayed.run(unit.replayed.at, id);
+    }
+    return seq;
   }
 
   /** A tiny durable write: the lock can be taken, and the file written and synced. */
@@ -216,10 +231,11 @@ class Writer {
   }
 }
 
-function handle(writer: Writer, request: WriterRequest): WriterResult {
+type CommitRequest = Extract<WriterRequest, { type: 'commit' }>;
+type OtherRequest = Exclude<WriterRequest, CommitRequest>;
+
+function handle(writer: Writer, request: OtherRequest): WriterResult {
   switch (request.type) {
-    case 'commit':
-      return writer.commit(request.unit);
     case 'check':
       return writer.check();
     case 'purgeQuarantine':
@@ -232,15 +248,56 @@ function handle(writer: Writer, request: WriterRequest): WriterResult {
 }
 
 const port = parentPort!;
-const writer = new Writer(workerData as WriterData);
-port.on('message', (request: WriterRequest) => {
+const data = workerData as WriterData;
+const writer = new Writer(data);
+
+function answer(id: number, run: () => WriterResult): void {
   let response: WriterResponse;
   try {
-    const result = handle(writer, request);
-    response = { id: request.id, ok: true, result };
+    response = { id, ok: true, result: run() };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    response = { id: request.id, ok: false, error: { message, code: sqliteCode(err) } };
+    response = { id, ok: false, error: { message, code: sqliteCode(err) } };
   }
   port.postMessage(response, response.ok && response.result instanceof Float64Array ? [response.result.buffer] : []);
+}
+
+/** The group's units committed together; each request is answered with its own seqs, or the shared failure. */
+function commitGroup(group: CommitRequest[]): void {
+  let seqs: Float64Array<ArrayBuffer>[] | undefined;
+  let failure: unknown;
+  try {
+    seqs = writer.commit(group.map((request) => request.unit));
+  } catch (err) {
+    failure = err;
+  }
+  group.forEach((request, i) =>
+    answer(request.id, () => {
+      if (seqs === undefined) throw failure;
+      return seqs[i]!;
+    }),
+  );
+}
+
+port.on('message', (first: WriterRequest) => {
+  let next: WriterRequest | undefined = first;
+  while (next !== undefined) {
+    const request: WriterRequest = next;
+    next = undefined;
+    if (request.type !== 'commit') {
+      answer(request.id, () => handle(writer, request));
+      break;
+    }
+    const group = [request];
+    let events = request.unit.count;
+    // Taken off the port here, so each is handled in this loop: joins the group, starts the next one, or follows it.
+    while (events < data.maxGroupEvents) {
+      next = receiveMessageOnPort(port)?.message as WriterRequest | undefined;
+      if (next?.type !== 'commit') break;
+      group.push(next);
+      events += next.unit.count;
+      next = undefined;
+    }
+    commitGroup(group);
+  }
 });
