@@ -35,7 +35,7 @@ export async function openStore(config: Config, logger: Logger): Promise<Store> 
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
   mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteStore({ path: join(config.dataDir, 'bucketmeter.db'), logger });
+  return openSqliteStore({ path: join(config.dataDir, 'bucketmeter.db'), logger, maxGroupEvents: config.commitMaxEvents });
 }
 
 /** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */
@@ -53,6 +53,16 @@ export function recommendBatchSize(maxBatchEvents: number, load: number): number
 }
 
 const COMMIT_FAILURE_MEMORY_MS = 5000;
+/**
+ * Units handed to the SQLite writer before their predecessors are committed. The writer merges those
+ * waiting into its next transaction, so handing them over early costs nothing and keeps it busy.
+ */
+const SQLITE_COMMITS_IN_FLIGHT = 8;
+/**
+ * PostgreSQL commits at once per process. Units merged while these run make fewer, larger statements:
+ * on the bench machine, 3 in flight cost PostgreSQL 10 µs of CPU per event where 7 cost 15 µs.
+ */
+const PG_COMMITS_IN_FLIGHT = 3;
 const COMMIT_WARNING_INTERVAL_MS = 10_000;
 
 export interface Node {
@@ -69,7 +79,8 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     commit: (unit) => store.commit(unit),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
-    maxInFlight: store.backend === 'sqlite' ? 1 : Math.max(1, config.pgPoolMax - 1),
+    // One connection stays free for key lookups and reads.
+    maxInFlight: store.backend === 'sqlite' ? SQLITE_COMMITS_IN_FLIGHT : Math.max(1, Math.min(PG_COMMITS_IN_FLIGHT, config.pgPoolMax - 1)),
     // While the store is down every commit fails, hundreds a second: one line per interval is enough.
     onCommitError: (err) => {
       if (Date.now() - commitWarnedAt < COMMIT_WARNING_INTERVAL_MS) return;
