@@ -35,16 +35,8 @@ import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { openPostgresStore } from '../src/store/postgres/index.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { ensurePartitions } from '../src/store/postgres/partitions.js';
-import {
-  commitSql,
-  Dictionary,
-  encodeEvents,
-  INPUT_COLUMNS,
-  QUARANTINE_PARAMS,
-  toPgText,
-  UNNEST_INPUT,
-  type InputColumn,
-} from '../src/store/postgres/store.js';
+import { commitSql, INPUT_COLUMNS, QUARANTINE_PARAMS, toPgText, UnitEncoder, UNNEST_INPUT, type InputColumn } from '../src/store/postgres/encode.js';
+import { Dictionary } from '../src/store/postgres/store.js';
 import type { EventToStore } from '../src/store/types.js';
 import { buildUniverse, eventIdSource, EventMix, Rng } from './mix.js';
 import { median } from './stats.js';
@@ -266,7 +258,9 @@ async function prepare(dictionary: Dictionary, unit: EventToStore[]): Promise<En
   const ids = await dictionary.ids(encoded);
   const dict = new Map([...values].map((value, i) => [value, ids.get(encoded[i]!)!]));
   const events = unit.map((e, ord) => ({ ord, ...e }));
-  return { literals: encodeEvents(events, dict), columns: encodeColumns(events, dict) };
+  const encoder = new UnitEncoder(events.length);
+  for (const { ord, tenantId, receivedAt, event } of events) encoder.add(ord, tenantId, receivedAt, event);
+  return { literals: encoder.finish(encoder.values.map((value) => dict.get(value)!)), columns: encodeColumns(events, dict) };
 }
 
 /**

@@ -12,7 +12,7 @@
 import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import { actionByCode, KINDS, type EventRecord } from '../../events/catalogue.js';
 import type { FieldError } from '../../events/field-error.js';
-import { DICT_FIELDS, decodeRest, encodeBool, encodeRest, type DictField } from '../row.js';
+import { decodeRest } from '../row.js';
 import {
   InvalidCursorError,
   serverEventId,
@@ -30,28 +30,10 @@ import {
   type Store,
   type StoredEvent,
 } from '../types.js';
+import { COMMIT_SQL, fromPgText, toPgText, UnitEncoder } from './encode.js';
 import { LOCK_CLASS } from './migrate.js';
 
 const LOCK_FIRST_KEY = 3;
-
-// ---- Text columns ----
-
-const ESCAPE_MARK = '\u0001';
-/** U+0000 anywhere, or a UTF-16 surrogate without its partner. */
-const NOT_PG_TEXT = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/**
- * PostgreSQL text cannot hold U+0000 (the whole unit would fail, again on every retry) and would turn
- * an unpaired surrogate into U+FFFD; such strings, and those starting with the mark, are stored as
- * the mark followed by their JSON encoding, which represents both exactly.
- */
-export function toPgText(value: string): string {
-  return value.charCodeAt(0) === 1 || NOT_PG_TEXT.test(value) ? ESCAPE_MARK + JSON.stringify(value) : value;
-}
-
-export function fromPgText(value: string): string {
-  return value.charCodeAt(0) === 1 ? (JSON.parse(value.slice(1)) as string) : value;
-}
 
 // ---- Dictionary ----
 
@@ -106,141 +88,6 @@ export class Dictionary {
     }
     return values.filter((value) => !into.has(value));
   }
-}
-
-// ---- The commit statement ----
-
-/** The columns of one input row of the commit statement; `ord` is the event's index in the unit. */
-export const INPUT_COLUMNS = [
-  ['ord', 'integer'],
-  ['tenant_id', 'integer'],
-  ['event_id', 'text'],
-  ['ts', 'bigint'],
-  ['received_at', 'bigint'],
-  ['bytes', 'bigint'],
-  ['provider_id', 'integer'],
-  ['customer_id', 'integer'],
-  ['feature_id', 'integer'],
-  ['client_type_id', 'integer'],
-  ['client_id', 'integer'],
-  ['bucket_id', 'integer'],
-  ['object_category_id', 'integer'],
-  ['action', 'smallint'],
-  ['part_number', 'smallint'],
-  ['is_billable_egress', 'boolean'],
-  ['object_key', 'text'],
-  ['version_id', 'text'],
-  ['upload_id', 'text'],
-  ['rest', 'text'],
-] as const;
-
-export type InputColumn = (typeof INPUT_COLUMNS)[number][0];
-
-const STORED_COLUMNS = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
-const DICT_COLUMN: Record<DictField, InputColumn> = {
-  provider: 'provider_id',
-  customerId: 'customer_id',
-  featureId: 'feature_id',
-  clientType: 'client_type_id',
-  clientId: 'client_id',
-  bucket: 'bucket_id',
-  objectCategory: 'object_category_id',
-};
-
-/** The sequence's INCREMENT BY (migration 1): each nextval() reserves this many ids. */
-const SEQ_BLOCK = 1000;
-
-/** Parameters $1..$10 of the commit statement: quarantine rows and replay marks. */
-export const QUARANTINE_PARAMS = 10;
-
-/**
- * The commit statement, reading the unit's events from `input` (a FROM item with the
- * INPUT_COLUMNS, aliased i). Returns (ord, seq) of the events stored; the others were duplicates.
- */
-export function commitSql(input: string): string {
-  const stored = STORED_COLUMNS.join(', ');
-  return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
-ids AS (
-  INSERT INTO event_ids (tenant_id, event_id)
-  SELECT tenant_id, event_id FROM input WHERE event_id IS NOT NULL
-  -- One global lock order, so two units sharing eventIds cannot deadlock.
-  ORDER BY tenant_id, event_id COLLATE "C"
-  ON CONFLICT DO NOTHING
-  RETURNING tenant_id, event_id
-),
-fresh AS (
-  SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM input i
-  WHERE i.event_id IS NULL
-     OR EXISTS (SELECT 1 FROM ids WHERE ids.tenant_id = i.tenant_id AND ids.event_id = i.event_id COLLATE "C")
-),
--- Blocks of sequence values, used in unit order, so arrival order holds within a unit too.
-seqs AS MATERIALIZED (
-  SELECT nextval('event_seq') AS base FROM generate_series(1, ((SELECT count(*) FROM fresh) + ${SEQ_BLOCK - 1}) / ${SEQ_BLOCK})
-),
-kept AS MATERIALIZED (
-  SELECT f.*, b.base + (f.n - 1) % ${SEQ_BLOCK} AS seq
-  FROM fresh f JOIN (SELECT base, row_number() OVER (ORDER BY base) - 1 AS block FROM seqs) b ON b.block = (f.n - 1) / ${SEQ_BLOCK}
-),
--- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
-stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY seq),
-quarantined AS (
-  INSERT INTO quarantine (tenant_id, received_at, idx, truncated, code, errors, source, body)
-  SELECT * FROM unnest($1::integer[], $2::bigint[], $3::integer[], $4::boolean[], $5::text[], $6::text[], $7::text[], $8::bytea[])
-),
--- The first replay's time is kept.
-replayed AS (UPDATE quarantine SET replayed_at = $10 WHERE id = ANY($9::bigint[]) AND replayed_at IS NULL)
-SELECT ord, seq FROM kept`;
-}
-
-/** The FROM item of the store's own commit statement: one array parameter per input column. */
-export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${QUARANTINE_PARAMS + i + 1}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
-const COMMIT_SQL = commitSql(UNNEST_INPUT);
-
-const QUOTE_ESCAPE = /["\\]/;
-const QUOTE_ESCAPE_ALL = /["\\]/g;
-
-/** An element of a PostgreSQL array literal holding text: always quoted, so no value reads as NULL. */
-function quoted(value: string): string {
-  return '"' + (QUOTE_ESCAPE.test(value) ? value.replace(QUOTE_ESCAPE_ALL, '\\$&') : value) + '"';
-}
-
-const textOrNull = (value: string | undefined): string => (value === undefined ? 'NULL' : quoted(toPgText(value)));
-
-const C = Object.fromEntries(INPUT_COLUMNS.map(([name], i) => [name, i])) as Record<InputColumn, number>;
-const DICT_COLUMN_INDEX = DICT_FIELDS.map((field) => C[DICT_COLUMN[field]]);
-
-/**
- * The commit statement's column parameters, one array literal per INPUT_COLUMNS entry, for `events`
- * (the unit's first occurrences, with their unit index). Written here rather than handed to
- * node-postgres as JS arrays: its generic per-element escaping cost more than the rest of the encoding.
- * `dict` maps each dictionary value (as the event holds it) to its id.
- */
-export function encodeEvents(events: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[], dict: Map<string, number>): string[] {
-  const columns = INPUT_COLUMNS.map(() => new Array<string | number>(events.length));
-  for (let i = 0; i < events.length; i++) {
-    const { ord, tenantId, receivedAt, event } = events[i]!;
-    columns[C.ord]![i] = ord;
-    columns[C.tenant_id]![i] = tenantId;
-    columns[C.event_id]![i] = textOrNull(event.eventId);
-    columns[C.ts]![i] = event.timestamp;
-    columns[C.received_at]![i] = receivedAt;
-    columns[C.bytes]![i] = event.bytes ?? 'NULL';
-    for (let f = 0; f < DICT_FIELDS.length; f++) {
-      const value = event[DICT_FIELDS[f]!];
-      columns[DICT_COLUMN_INDEX[f]!]![i] = value === undefined ? 'NULL' : dict.get(value)!;
-    }
-    columns[C.action]![i] = KINDS[event.action].code;
-    columns[C.part_number]![i] = event.partNumber ?? 'NULL';
-    const billable = encodeBool(event.isBillableEgress);
-    columns[C.is_billable_egress]![i] = billable === null ? 'NULL' : billable === 1 ? 't' : 'f';
-    columns[C.object_key]![i] = textOrNull(event.objectKey);
-    columns[C.version_id]![i] = textOrNull(event.versionId);
-    columns[C.upload_id]![i] = textOrNull(event.uploadId);
-    // JSON.stringify escapes NUL and lone surrogates, so the JSON is valid PostgreSQL text as it is.
-    const rest = encodeRest(event);
-    columns[C.rest]![i] = rest === null ? 'NULL' : quoted(rest);
-  }
-  return columns.map((column) => '{' + column.join(',') + '}');
 }
 
 // ---- Errors ----
@@ -438,74 +285,59 @@ export class PostgresStore implements Store {
   }
 
   async commit(unit: CommitUnit): Promise<EventOutcome[]> {
-    // Exactly-once inside the unit is decided here: the first occurrence of (tenant, eventId) is the
-    // one that may be stored; across units and processes the event_ids primary key decides.
-    const first = new Map<string, number>();
-    const outcomes: EventOutcome[] = [];
-    const candidates: { ord: number; tenantId: number; receivedAt: number; event: EventRecord }[] = [];
-    // Distinct dictionary values of the unit: each is encoded and looked up once, not once per event.
-    const values = new Set<string>();
-    unit.events.forEach(({ tenantId, receivedAt, event }, ord) => {
-      outcomes.push({ eventId: event.eventId ?? '', duplicate: false });
+    const { events } = unit;
+    const encoder = new UnitEncoder(events.length);
+    // Exactly-once inside the unit is decided here: only the first occurrence of (tenant, eventId)
+    // goes to the database; across units and processes the event_ids primary key decides.
+    let seen: Set<string> | undefined;
+    for (let ord = 0; ord < events.length; ord++) {
+      const { tenantId, receivedAt, event } = events[ord]!;
       if (event.eventId !== undefined) {
         const key = `${tenantId}/${event.eventId}`;
-        if (first.has(key)) {
-          outcomes[ord] = { eventId: event.eventId, duplicate: true };
-          return;
-        }
-        first.set(key, ord);
+        seen ??= new Set();
+        if (seen.has(key)) continue;
+        seen.add(key);
       }
-      candidates.push({ ord, tenantId, receivedAt, event });
-      for (const field of DICT_FIELDS) {
-        const value = event[field];
-        if (value !== undefined) values.add(value);
-      }
-    });
-    if (candidates.length === 0 && unit.quarantine.length === 0 && (unit.replayed?.ids.length ?? 0) === 0) return outcomes;
-
-    try {
-      const dict = await this.dictIds(values);
-      const columns = encodeEvents(candidates, dict);
-      const q = unit.quarantine;
-      const params: unknown[] = [
-        q.map((e) => e.tenantId),
-        q.map((e) => e.receivedAt),
-        q.map((e) => e.index ?? null),
-        q.map((e) => e.truncated),
-        q.map((e) => e.code),
-        q.map((e) => JSON.stringify(e.errors)),
-        q.map((e) => e.source),
-        q.map((e) => e.body),
-        unit.replayed?.ids ?? [],
-        unit.replayed?.at ?? null,
-        ...columns,
-      ];
-      const rows = await this.runCommit(params);
-      const kept = new Map(rows.map((row) => [row.ord, row.seq]));
-      for (const { ord, event } of candidates) {
-        const seq = kept.get(ord);
-        if (event.eventId === undefined) {
-          if (seq === undefined) throw new Error(`event ${ord} without eventId was not stored`);
-          outcomes[ord] = { eventId: serverEventId(BigInt(seq)), duplicate: false };
-        } else {
-          outcomes[ord] = { eventId: event.eventId, duplicate: seq === undefined };
-        }
-      }
-      return outcomes;
-    } catch (err) {
-      throw unavailable(err);
+      encoder.add(ord, tenantId, receivedAt, event);
     }
+    const seqs = new Array<string | undefined>(events.length);
+    if (encoder.rows > 0 || unit.quarantine.length > 0 || (unit.replayed?.ids.length ?? 0) > 0) {
+      try {
+        const columns = encoder.finish(await this.dictIds(encoder.values));
+        const q = unit.quarantine;
+        const params: unknown[] = [
+          q.map((e) => e.tenantId),
+          q.map((e) => e.receivedAt),
+          q.map((e) => e.index ?? null),
+          q.map((e) => e.truncated),
+          q.map((e) => e.code),
+          q.map((e) => JSON.stringify(e.errors)),
+          q.map((e) => e.source),
+          q.map((e) => e.body),
+          unit.replayed?.ids ?? [],
+          unit.replayed?.at ?? null,
+          ...columns,
+        ];
+        for (const { ord, seq } of await this.runCommit(params)) seqs[ord] = seq;
+      } catch (err) {
+        throw unavailable(err);
+      }
+    }
+    // An event with a client eventId and no seq was a duplicate; one without must have been stored.
+    return events.map(({ event }, ord): EventOutcome => {
+      const seq = seqs[ord];
+      if (event.eventId !== undefined) return { eventId: event.eventId, duplicate: seq === undefined };
+      if (seq === undefined) throw unavailable(new Error(`event ${ord} without eventId was not stored`));
+      return { eventId: serverEventId(BigInt(seq)), duplicate: false };
+    });
   }
 
-  /** Ids of dictionary values as events hold them (the dictionary stores them toPgText-encoded). */
-  private async dictIds(values: Set<string>): Promise<Map<string, number>> {
-    const byRaw = new Map<string, number>();
-    if (values.size === 0) return byRaw;
-    const encoded = [...values].map(toPgText);
+  /** Ids of dictionary values as events hold them (the dictionary stores them toPgText-encoded), in order. */
+  private async dictIds(values: readonly string[]): Promise<number[]> {
+    if (values.length === 0) return [];
+    const encoded = values.map(toPgText);
     const ids = await this.dictionary.ids(encoded);
-    let i = 0;
-    for (const value of values) byRaw.set(value, ids.get(encoded[i++]!)!);
-    return byRaw;
+    return encoded.map((value) => ids.get(value)!);
   }
 
   /** One statement is one transaction; a deadlock or serialization failure rolled it all back, so retrying is safe. */
