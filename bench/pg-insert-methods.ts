@@ -372,7 +372,7 @@ async function measureSize(): Promise<void> {
     const { rows } = await admin.query<{ name: string; bytes: string }>(`
       SELECT 'rows' AS name, count(*) AS bytes FROM events
       UNION ALL SELECT 'events heap (all partitions)', sum(pg_table_size(relid)) FROM pg_partition_tree('events') WHERE isleaf
-      UNION ALL SELECT 'index ' || i, sum(pg_relation_size(relid)) FROM unnest(ARRAY['events_tenant_seq', 'events_tenant_ts', 'events_tenant_customer_ts']) AS i,
+      UNION ALL SELECT 'index ' || i, sum(pg_relation_size(relid)) FROM unnest(ARRAY['events_tenant_seq', 'events_tenant_ts']) AS i,
         LATERAL pg_partition_tree(i::regclass) GROUP BY i
       UNION ALL SELECT 'event_ids (dedup, kept for ever)', pg_total_relation_size('event_ids')
       UNION ALL SELECT 'dict', pg_total_relation_size('dict')`);

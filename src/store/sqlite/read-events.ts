@@ -87,9 +87,9 @@ export class EventReader {
     // One row more than asked tells whether there is a next page.
     const want = query.limit + 1;
     // The access path is chosen here, not by the planner (which, without statistics, would sort a
-    // whole tenant for an unfiltered page): an index range when a customer or a closed time range
-    // makes it small, else a walk backwards along seq.
-    const index = query.customerId !== undefined ? 'events_tenant_customer_time' : query.from !== undefined && query.to !== undefined ? 'events_tenant_time' : undefined;
+    // whole tenant for an unfiltered page): the time index when a closed time range makes it small,
+    // else a walk backwards along seq.
+    const index = query.from !== undefined && query.to !== undefined ? 'events_tenant_time' : undefined;
     let rows: Row[];
     if (index === undefined) {
       rows = await this.#walk(where, params, before, want);
