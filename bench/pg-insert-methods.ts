@@ -1,11 +1,13 @@
 /**
  * Which way of writing a commit unit into PostgreSQL is fastest, with exactly-once dedup included?
- * Every method runs the store's own commit statement (store.ts commitSql: event_ids ON CONFLICT DO
- * NOTHING, sequence ids, events insert); only the way the rows reach the server differs:
+ * The store (src/store/postgres/encode.ts) uses the first two, by unit size; the others lost:
  *
- *   unnest  one statement, one array parameter per column (what the store does)
- *   values  one prepared statement with a multi-row VALUES list, one parameter per field; prepared
- *           once per row count, and (second line) parsed and planned afresh, which is what units of
+ *   store   BEGIN; event_ids ON CONFLICT DO NOTHING and sequence blocks in one statement; COPY the
+ *           new events straight into events; COMMIT (the store's path for large units)
+ *   unnest  the store's one statement (statementSql: event_ids, sequence ids, events insert), one
+ *           array parameter per column (the store's path for small units)
+ *   values  the same statement over a multi-row VALUES list, one parameter per field; prepared once
+ *           per row count, and (second line) parsed and planned afresh, which is what units of
  *           varying size get
  *   copy    BEGIN; COPY into a per-connection temp staging table; the statement reads it; COMMIT
  *   raw     COPY straight into events: no dedup, no sequence (the ceiling, not a candidate)
@@ -35,7 +37,7 @@ import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { openPostgresStore } from '../src/store/postgres/index.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { ensurePartitions } from '../src/store/postgres/partitions.js';
-import { commitSql, INPUT_COLUMNS, QUARANTINE_PARAMS, toPgText, UnitEncoder, UNNEST_INPUT, type InputColumn } from '../src/store/postgres/encode.js';
+import { COPY_SQL, INPUT_COLUMNS, RESERVE_SQL, SEQ_BLOCK, statementSql, toPgText, UnitEncoder, UNNEST_INPUT, type InputColumn } from '../src/store/postgres/encode.js';
 import { Dictionary } from '../src/store/postgres/store.js';
 import type { EventToStore } from '../src/store/types.js';
 import { buildUniverse, eventIdSource, EventMix, Rng } from './mix.js';
@@ -89,8 +91,10 @@ type InputValue = string | number | boolean | null;
 /** One JS array per input column, all of the same length: the rows for the VALUES and COPY methods. */
 type EventColumns = Record<InputColumn, InputValue[]>;
 
-/** A unit encoded both ways: `literals` (the store's own array literals) for unnest, `columns` for the others. */
+/** A unit as the store holds it (with its dictionary ids), and encoded: `literals` for unnest, `columns` for the others. */
 interface Encoded {
+  events: EventToStore[];
+  dict: Map<string, number>;
   literals: string[];
   columns: EventColumns;
 }
@@ -100,7 +104,7 @@ type Method = (client: PoolClient, unit: Encoded, rows: number) => Promise<numbe
 const NO_QUARANTINE: unknown[] = [[], [], [], [], [], [], [], [], [], null];
 const columnArrays = (columns: EventColumns) => INPUT_COLUMNS.map(([name]) => columns[name]);
 
-const UNNEST_SQL = commitSql(UNNEST_INPUT);
+const UNNEST_SQL = statementSql(UNNEST_INPUT);
 const unnest: Method = async (client, { literals }) => {
   const result = await client.query({ name: 'bench_unnest', text: UNNEST_SQL, values: [...NO_QUARANTINE, ...literals] });
   return result.rowCount ?? 0;
@@ -114,9 +118,9 @@ const valuesWith = (prepared: boolean): Method => async (client, { columns }, ro
     const width = INPUT_COLUMNS.length;
     const tuples = Array.from(
       { length: rows },
-      (_, r) => `(${INPUT_COLUMNS.map(([, type], c) => `$${QUARANTINE_PARAMS + r * width + c + 1}::${type}`).join(', ')})`,
+      (_, r) => `(${INPUT_COLUMNS.map(([, type], c) => `$${10 + r * width + c + 1}::${type}`).join(', ')})`,
     );
-    text = commitSql(`(VALUES ${tuples.join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`);
+    text = statementSql(`(VALUES ${tuples.join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`);
     valuesSql.set(rows, text);
   }
   const params: unknown[] = [...NO_QUARANTINE];
@@ -148,7 +152,7 @@ const copy: Method = async (client, { columns }, rows) => {
   await client.query('BEGIN');
   try {
     await pipeline(Readable.from([copyText(columnArrays(columns), rows)]), client.query(copyFrom('COPY bench_staging FROM STDIN')));
-    const result = await client.query({ name: 'bench_copy', text: commitSql('bench_staging i'), values: NO_QUARANTINE });
+    const result = await client.query({ name: 'bench_copy', text: statementSql('bench_staging i'), values: NO_QUARANTINE });
     await client.query('COMMIT');
     return result.rowCount ?? 0;
   } catch (err) {
@@ -157,9 +161,29 @@ const copy: Method = async (client, { columns }, rows) => {
   }
 };
 
+/** What the store does (src/store/postgres): event_ids and sequence blocks in one statement, then COPY, in one transaction. */
+const store: Method = async (client, { events, dict }) => {
+  const encoder = new UnitEncoder(events);
+  events.forEach((_, ord) => encoder.add(ord));
+  const candidates = encoder.eventIds();
+  const params = [...NO_QUARANTINE, candidates.tenants, candidates.ids, candidates.rows, Math.ceil(encoder.rows / SEQ_BLOCK)];
+  await client.query('BEGIN');
+  try {
+    const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bench_reserve', text: RESERVE_SQL, values: params });
+    const seqs: (number | undefined)[] = [];
+    const text = encoder.copy(encoder.values.map((value) => dict.get(value)!), new Set(rows[0]!.fresh), rows[0]!.blocks.map(Number), seqs);
+    await pipeline(Readable.from([text]), client.query(copyFrom(COPY_SQL)));
+    await client.query('COMMIT');
+    return seqs.filter((seq) => seq !== undefined).length;
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  }
+};
+
 let rawSeq = 1_000_000_000_000;
 const raw: Method = async (client, { columns }, rows) => {
-  const stored = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
+  const stored = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'row');
   const seq = Array.from({ length: rows }, () => rawSeq++);
   const text = copyText([seq, ...stored.map((name) => columns[name])], rows);
   await pipeline(Readable.from([text]), client.query(copyFrom(`COPY events (seq, ${stored.join(', ')}) FROM STDIN`)));
@@ -167,6 +191,7 @@ const raw: Method = async (client, { columns }, rows) => {
 };
 
 const METHODS: [string, Method][] = [
+  ['store: event_ids + COPY', store],
   ['unnest', unnest],
   ['values', valuesWith(true)],
   // What VALUES costs when unit sizes vary, as they do: every new row count is a new statement.
@@ -223,7 +248,7 @@ function encodeColumns(events: { ord: number; tenantId: number; receivedAt: numb
   const text = (value: string | undefined) => (value === undefined ? null : toPgText(value));
   const dictColumns: InputColumn[] = ['provider_id', 'customer_id', 'feature_id', 'client_type_id', 'client_id', 'bucket_id', 'object_category_id'];
   for (const { ord, tenantId, receivedAt, event } of events) {
-    columns.ord.push(ord);
+    columns.row.push(ord);
     columns.tenant_id.push(tenantId);
     columns.event_id.push(text(event.eventId));
     columns.ts.push(event.timestamp);
@@ -258,9 +283,9 @@ async function prepare(dictionary: Dictionary, unit: EventToStore[]): Promise<En
   const ids = await dictionary.ids(encoded);
   const dict = new Map([...values].map((value, i) => [value, ids.get(encoded[i]!)!]));
   const events = unit.map((e, ord) => ({ ord, ...e }));
-  const encoder = new UnitEncoder(events.length);
-  for (const { ord, tenantId, receivedAt, event } of events) encoder.add(ord, tenantId, receivedAt, event);
-  return { literals: encoder.finish(encoder.values.map((value) => dict.get(value)!)), columns: encodeColumns(events, dict) };
+  const encoder = new UnitEncoder(unit);
+  unit.forEach((_, ord) => encoder.add(ord));
+  return { events: unit, dict, literals: encoder.arrays(encoder.values.map((value) => dict.get(value)!)), columns: encodeColumns(events, dict) };
 }
 
 /**

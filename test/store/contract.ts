@@ -154,6 +154,31 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
       assert.equal(expected.find((e) => e.action === 'PutObject')!.objectKey, 'albums/2024/été/日本-PutObject.jpg');
     });
 
+    test('text that a database format must escape comes back exactly, in every kind of column', async (store) => {
+      const { tenantId } = await newTenant(store);
+      // Separators and escapes of PostgreSQL's COPY text and array literals, its escape mark U+0001,
+      // SQL quotes, and characters outside the BMP.
+      const awkward = ['tab\there', 'line\nbreak\r\n', 'back\\slash\\N', '"quoted", {braced}', "it's", '\u0001marked', 'NULL', '\\N', 'emoji 😀 ü'];
+      const events = awkward.map((text, i) =>
+        at(tenantId, T0, {
+          action: 'CopyObject',
+          timestamp: T0 + i,
+          provider: 'aws',
+          customerId: `customer ${text}`,
+          clientId: text,
+          eventId: `awkward-${i}-${randomUUID()} ${text.replace(/[^\x20-\x7e]/g, '?')}`,
+          bucket: `bucket ${text}`,
+          objectKey: text,
+          versionId: `v ${text}`,
+          copySource: { bucket: text, objectKey: `src ${text}` },
+          extra: { note: text, [`key ${text}`]: [text] },
+        }),
+      );
+      const outcomes = await store.commit(unit(events));
+      assert.deepEqual(outcomes, events.map((e) => ({ eventId: e.event.eventId, duplicate: false })));
+      assert.deepEqual(await listAll(store, tenantId), events.map((e, i) => stored(e, outcomes[i]!)).reverse());
+    });
+
     test('an event of every kind, with required fields only, comes back without the others', async (store) => {
       const { tenantId } = await newTenant(store);
       const events = ACTION_NAMES.map((kind, i) => at(tenantId, T0 + 1, minimalEvent(kind, T0 + i)));

@@ -1,5 +1,5 @@
 /**
- * The store contract against PostgreSQL, in a database of its own (created on the TEST_DATABASE_URL
+ * The store contract against PostgreSQL, once per write path, in a database of its own (created on the TEST_DATABASE_URL
  * server, dropped at the end). Without TEST_DATABASE_URL the suite is registered as skipped.
  */
 import { randomBytes } from 'node:crypto';
@@ -30,12 +30,15 @@ if (BASE_URL === undefined || BASE_URL === '') {
   url.pathname = `/${database}`;
   let created: Promise<void> | undefined;
 
-  storeContract('postgres', async () => {
-    created ??= onServer(`CREATE DATABASE ${database}`);
-    await created;
-    const store = await openPostgresStore({ url: url.toString(), poolMax: 8 });
-    return { store, cleanup: () => store.close() };
-  });
+  // Units take one of two write paths by size (encode.ts): each run forces one of them for every unit.
+  for (const [name, copyMinEvents] of [['postgres, one statement', Infinity], ['postgres, COPY', 1]] as const) {
+    storeContract(name, async () => {
+      created ??= onServer(`CREATE DATABASE ${database}`);
+      await created;
+      const store = await openPostgresStore({ url: url.toString(), poolMax: 8, copyMinEvents });
+      return { store, cleanup: () => store.close() };
+    });
+  }
 
   after(async () => {
     if (created !== undefined) await onServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);

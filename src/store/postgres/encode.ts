@@ -1,9 +1,18 @@
 /**
- * How a commit unit reaches PostgreSQL: the commit statement (one statement per unit, its own
- * transaction) and the encoding of the unit's events into its array parameters.
+ * How a commit unit reaches PostgreSQL, in one transaction either way:
+ *
+ * - small units: one statement (data-modifying CTEs fed by one unnest() array per column), which is
+ *   its own transaction: one round trip, where the COPY path takes five.
+ * - large units: a first statement records the client eventIds in event_ids (those already there are
+ *   duplicates), reserves sequence numbers and writes the quarantine entries; then the new events go
+ *   into `events` by COPY; then COMMIT. COPY is how PostgreSQL takes rows most cheaply: on the bench
+ *   machine it costs half the CPU per event of the one-statement path.
+ *
+ * bench/pg-insert-methods.ts measures both, and the alternatives that lost.
  */
-import { KINDS, type EventRecord } from '../../events/catalogue.js';
-import { DICT_FIELDS, encodeBool, encodeRest, type DictField } from '../row.js';
+import { KINDS } from '../../events/catalogue.js';
+import { DICT_FIELDS, encodeBool, encodeRest } from '../row.js';
+import type { EventToStore } from '../types.js';
 
 // ---- Text columns ----
 
@@ -24,16 +33,14 @@ export function fromPgText(value: string): string {
   return value.charCodeAt(0) === 1 ? (JSON.parse(value.slice(1)) as string) : value;
 }
 
-// ---- The commit statement ----
+// ---- Columns ----
 
-/** The columns of one input row of the commit statement; `ord` is the event's index in the unit. */
-export const INPUT_COLUMNS = [
-  ['ord', 'integer'],
-  ['tenant_id', 'integer'],
-  ['event_id', 'text'],
+/** The `events` columns after seq, in the order both paths send them. */
+const EVENT_COLUMNS = [
   ['ts', 'bigint'],
   ['received_at', 'bigint'],
   ['bytes', 'bigint'],
+  ['tenant_id', 'integer'],
   ['provider_id', 'integer'],
   ['customer_id', 'integer'],
   ['feature_id', 'integer'],
@@ -44,37 +51,46 @@ export const INPUT_COLUMNS = [
   ['action', 'smallint'],
   ['part_number', 'smallint'],
   ['is_billable_egress', 'boolean'],
+  ['event_id', 'text'],
   ['object_key', 'text'],
   ['version_id', 'text'],
   ['upload_id', 'text'],
   ['rest', 'text'],
 ] as const;
 
+type Column = (typeof EVENT_COLUMNS)[number][0];
 export type InputColumn = (typeof INPUT_COLUMNS)[number][0];
+type Value = string | number | boolean | null;
 
-const STORED_COLUMNS = INPUT_COLUMNS.map(([name]) => name).filter((name) => name !== 'ord');
-const DICT_COLUMN: Record<DictField, InputColumn> = {
-  provider: 'provider_id',
-  customerId: 'customer_id',
-  featureId: 'feature_id',
-  clientType: 'client_type_id',
-  clientId: 'client_id',
-  bucket: 'bucket_id',
-  objectCategory: 'object_category_id',
-};
+const C = Object.fromEntries(EVENT_COLUMNS.map(([name], i) => [name, i])) as Record<Column, number>;
+/** Where each of DICT_FIELDS goes. */
+const DICT_COLUMNS = (['provider_id', 'customer_id', 'feature_id', 'client_type_id', 'client_id', 'bucket_id', 'object_category_id'] as const).map(
+  (name) => C[name],
+);
 
 /** The sequence's INCREMENT BY (migration 1): each nextval() reserves this many ids. */
-const SEQ_BLOCK = 1000;
+export const SEQ_BLOCK = 1000;
 
-/** Parameters $1..$10 of the commit statement: quarantine rows and replay marks. */
-export const QUARANTINE_PARAMS = 10;
+/** Both paths' parameters $1-$8 (the quarantine entries' columns) and $9, $10 (the replay marks). */
+const QUARANTINE_CTES = `quarantined AS (
+  INSERT INTO quarantine (tenant_id, received_at, idx, truncated, code, errors, source, body)
+  SELECT * FROM unnest($1::integer[], $2::bigint[], $3::integer[], $4::boolean[], $5::text[], $6::text[], $7::text[], $8::bytea[])
+),
+-- The first replay's time is kept.
+replayed AS (UPDATE quarantine SET replayed_at = $10 WHERE id = ANY($9::bigint[]) AND replayed_at IS NULL)`;
+
+// ---- Small units: one statement ----
+
+/** The one statement's input columns: the event's row in the encoder, then EVENT_COLUMNS. */
+export const INPUT_COLUMNS = [['row', 'integer'], ...EVENT_COLUMNS] as const;
 
 /**
- * The commit statement, reading the unit's events from `input` (a FROM item with the
- * INPUT_COLUMNS, aliased i). Returns (ord, seq) of the events stored; the others were duplicates.
+ * The one statement, reading the unit's events from `input`: a FROM item with INPUT_COLUMNS, aliased
+ * i (bench/pg-insert-methods.ts feeds it other ways). Parameters $1-$10 as QUARANTINE_CTES says.
+ * Returns (row, seq) of the events stored; the others were duplicates.
  */
-export function commitSql(input: string): string {
-  const stored = STORED_COLUMNS.join(', ');
+export function statementSql(input: string): string {
+  const stored = EVENT_COLUMNS.map(([name]) => name).join(', ');
   return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
 ids AS (
   INSERT INTO event_ids (tenant_id, event_id)
@@ -85,7 +101,7 @@ ids AS (
   RETURNING tenant_id, event_id
 ),
 fresh AS (
-  SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n FROM input i
+  SELECT i.*, row_number() OVER (ORDER BY i.row) AS n FROM input i
   WHERE i.event_id IS NULL
      OR EXISTS (SELECT 1 FROM ids WHERE ids.tenant_id = i.tenant_id AND ids.event_id = i.event_id COLLATE "C")
 ),
@@ -99,67 +115,92 @@ kept AS MATERIALIZED (
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
 stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY seq),
-quarantined AS (
-  INSERT INTO quarantine (tenant_id, received_at, idx, truncated, code, errors, source, body)
-  SELECT * FROM unnest($1::integer[], $2::bigint[], $3::integer[], $4::boolean[], $5::text[], $6::text[], $7::text[], $8::bytea[])
-),
--- The first replay's time is kept.
-replayed AS (UPDATE quarantine SET replayed_at = $10 WHERE id = ANY($9::bigint[]) AND replayed_at IS NULL)
-SELECT ord, seq FROM kept`;
+${QUARANTINE_CTES}
+SELECT row, seq FROM kept`;
 }
 
-/** The FROM item of the store's own commit statement: one array parameter per input column. */
-export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${QUARANTINE_PARAMS + i + 1}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
-export const COMMIT_SQL = commitSql(UNNEST_INPUT);
+/** The store's own input: one array parameter per input column ($11 on), as UnitEncoder.arrays writes them. */
+export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${11 + i}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
+export const STATEMENT_SQL = statementSql(UNNEST_INPUT);
+
+// ---- Large units: event_ids and sequence blocks, then COPY ----
+
+/**
+ * Parameters: $1-$10 as for STATEMENT_SQL, then $11-$13 the client eventIds (tenant, eventId, row),
+ * $14 how many sequence blocks to reserve. Returns the rows whose eventId was new (the others are
+ * duplicates) and the reserved blocks' first numbers.
+ */
+export const RESERVE_SQL = `WITH candidate AS (
+  SELECT * FROM unnest($11::integer[], $12::text[], $13::integer[]) AS c(tenant_id, event_id, row)
+),
+ids AS (
+  INSERT INTO event_ids (tenant_id, event_id)
+  SELECT tenant_id, event_id FROM candidate
+  ORDER BY tenant_id, event_id COLLATE "C"
+  ON CONFLICT DO NOTHING
+  RETURNING tenant_id, event_id
+),
+${QUARANTINE_CTES}
+SELECT
+  ARRAY(SELECT c.row FROM candidate c JOIN ids ON ids.tenant_id = c.tenant_id AND ids.event_id = c.event_id COLLATE "C") AS fresh,
+  ARRAY(SELECT nextval('event_seq') FROM generate_series(1, $14::integer)) AS blocks`;
+
+export const COPY_SQL = `COPY events (seq, ${EVENT_COLUMNS.map(([name]) => name).join(', ')}) FROM STDIN`;
+
+// ---- Encoding ----
 
 const QUOTE_ESCAPE = /["\\]/;
 const QUOTE_ESCAPE_ALL = /["\\]/g;
 
-/** An element of a PostgreSQL array literal holding text: always quoted, so no value reads as NULL. */
-function quoted(value: string): string {
+/** An element of an array literal. Text is always quoted, so that no value reads as NULL. */
+function arrayElement(value: Value): string | number {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') return value;
+  if (typeof value === 'boolean') return value ? 't' : 'f';
   return '"' + (QUOTE_ESCAPE.test(value) ? value.replace(QUOTE_ESCAPE_ALL, '\\$&') : value) + '"';
 }
 
-const textOrNull = (value: string | undefined): string => (value === undefined ? 'NULL' : quoted(toPgText(value)));
+const COPY_ESCAPE = /[\\\t\n\r]/;
+const COPY_ESCAPE_ALL = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
-const C = Object.fromEntries(INPUT_COLUMNS.map(([name], i) => [name, i])) as Record<InputColumn, number>;
-const DICT_COLUMN_INDEX = DICT_FIELDS.map((field) => C[DICT_COLUMN[field]]);
+/** A field of COPY's text format. */
+function copyField(value: Value): string | number {
+  if (value === null) return '\\N';
+  if (typeof value === 'number') return value;
+  if (typeof value === 'boolean') return value ? 't' : 'f';
+  return COPY_ESCAPE.test(value) ? value.replace(COPY_ESCAPE_ALL, (c) => COPY_ESCAPES[c]!) : value;
+}
+
+const text = (value: string | undefined): string | null => (value === undefined ? null : toPgText(value));
 
 /**
- * A unit's events as the commit statement's column parameters: one array literal per INPUT_COLUMNS
- * entry, written here rather than handed to node-postgres as JS arrays, whose generic per-element
- * escaping cost more than the rest of the encoding. One pass per event: dictionary fields get a
- * unit-local index as their values are met (`values`), and the ids found for those values are
- * written in by `finish`, so each distinct value is looked up once per unit.
+ * A unit's events for either path. `add` takes the events to write (duplicates within the unit
+ * already left out) and gives each distinct dictionary value a unit-local index (`values`), so that
+ * each is looked up once per unit; `arrays` or `copy` then writes the rows with the ids found.
  */
 export class UnitEncoder {
   /** The unit's distinct dictionary values, as events hold them, in order of first use. */
   readonly values: string[] = [];
-  #rows = 0;
+  /** Per row, its event's index in the unit. */
+  readonly ords: number[] = [];
   readonly #index = new Map<string, number>();
-  readonly #columns = INPUT_COLUMNS.map(() => [] as (string | number)[]);
   /** Per row, DICT_FIELDS as indexes into `values`; -1 for absent. */
   readonly #dict: Int32Array;
+  /** One row's values, in EVENT_COLUMNS order (rewritten for each row). */
+  readonly #row = new Array<Value>(EVENT_COLUMNS.length);
 
-  constructor(capacity: number) {
-    this.#dict = new Int32Array(capacity * DICT_FIELDS.length);
+  constructor(private readonly events: readonly EventToStore[]) {
+    this.#dict = new Int32Array(events.length * DICT_FIELDS.length);
   }
 
   get rows(): number {
-    return this.#rows;
+    return this.ords.length;
   }
 
-  /** Adds an event as the next row; `ord` is its index in the unit. */
-  add(ord: number, tenantId: number, receivedAt: number, event: EventRecord): void {
-    const columns = this.#columns;
-    const row = this.#rows++;
-    columns[C.ord]![row] = ord;
-    columns[C.tenant_id]![row] = tenantId;
-    columns[C.event_id]![row] = textOrNull(event.eventId);
-    columns[C.ts]![row] = event.timestamp;
-    columns[C.received_at]![row] = receivedAt;
-    columns[C.bytes]![row] = event.bytes ?? 'NULL';
-    const d = row * DICT_FIELDS.length;
+  add(ord: number): void {
+    const { event } = this.events[ord]!;
+    const d = (this.ords.push(ord) - 1) * DICT_FIELDS.length;
     for (let f = 0; f < DICT_FIELDS.length; f++) {
       const value = event[DICT_FIELDS[f]!];
       let index = -1;
@@ -172,27 +213,75 @@ export class UnitEncoder {
       }
       this.#dict[d + f] = index;
     }
-    columns[C.action]![row] = KINDS[event.action].code;
-    columns[C.part_number]![row] = event.partNumber ?? 'NULL';
-    const billable = encodeBool(event.isBillableEgress);
-    columns[C.is_billable_egress]![row] = billable === null ? 'NULL' : billable === 1 ? 't' : 'f';
-    columns[C.object_key]![row] = textOrNull(event.objectKey);
-    columns[C.version_id]![row] = textOrNull(event.versionId);
-    columns[C.upload_id]![row] = textOrNull(event.uploadId);
-    // JSON.stringify escapes NUL and lone surrogates, so the JSON is valid PostgreSQL text as it is.
-    const rest = encodeRest(event);
-    columns[C.rest]![row] = rest === null ? 'NULL' : quoted(rest);
   }
 
-  /** The column literals, given the dictionary id of each of `values`, in the same order. */
-  finish(ids: readonly number[]): string[] {
-    for (let f = 0; f < DICT_FIELDS.length; f++) {
-      const column = this.#columns[DICT_COLUMN_INDEX[f]!]!;
-      for (let row = 0; row < this.#rows; row++) {
-        const index = this.#dict[row * DICT_FIELDS.length + f]!;
-        column[row] = index === -1 ? 'NULL' : ids[index]!;
-      }
+  /** The rows' client eventIds, for RESERVE_SQL ($11-$13). */
+  eventIds(): { tenants: number[]; ids: string[]; rows: number[] } {
+    const out = { tenants: [] as number[], ids: [] as string[], rows: [] as number[] };
+    for (let row = 0; row < this.ords.length; row++) {
+      const { tenantId, event } = this.events[this.ords[row]!]!;
+      if (event.eventId === undefined) continue;
+      out.tenants.push(tenantId);
+      out.ids.push(toPgText(event.eventId));
+      out.rows.push(row);
     }
-    return this.#columns.map((column) => '{' + column.join(',') + '}');
+    return out;
+  }
+
+  /** STATEMENT_SQL's input arrays ($11 on), in INPUT_COLUMNS order. */
+  arrays(ids: readonly number[]): string[] {
+    const columns = EVENT_COLUMNS.map(() => new Array<string | number>(this.ords.length));
+    for (let row = 0; row < this.ords.length; row++) {
+      const values = this.#fill(row, ids);
+      for (let c = 0; c < values.length; c++) columns[c]![row] = arrayElement(values[c]!);
+    }
+    return [`{${this.ords.map((_, row) => row).join(',')}}`, ...columns.map((column) => '{' + column.join(',') + '}')];
+  }
+
+  /**
+   * COPY text of the rows to store: those without a client eventId and those in `fresh`, numbered in
+   * row order from the reserved blocks. Each stored event's seq is written into `seqs` at its index
+   * in the unit.
+   */
+  copy(ids: readonly number[], fresh: ReadonlySet<number>, blocks: readonly number[], seqs: (number | undefined)[]): string {
+    let out = '';
+    let n = 0;
+    for (let row = 0; row < this.ords.length; row++) {
+      const ord = this.ords[row]!;
+      if (this.events[ord]!.event.eventId !== undefined && !fresh.has(row)) continue;
+      const seq = blocks[Math.floor(n / SEQ_BLOCK)]! + (n % SEQ_BLOCK);
+      n++;
+      seqs[ord] = seq;
+      const values = this.#fill(row, ids);
+      let line = String(seq);
+      for (let c = 0; c < values.length; c++) line += '\t' + copyField(values[c]!);
+      out += line + '\n';
+    }
+    return out;
+  }
+
+  #fill(row: number, ids: readonly number[]): Value[] {
+    const { tenantId, receivedAt, event } = this.events[this.ords[row]!]!;
+    const values = this.#row;
+    values[C.ts] = event.timestamp;
+    values[C.received_at] = receivedAt;
+    values[C.bytes] = event.bytes ?? null;
+    values[C.tenant_id] = tenantId;
+    const d = row * DICT_FIELDS.length;
+    for (let f = 0; f < DICT_FIELDS.length; f++) {
+      const index = this.#dict[d + f]!;
+      values[DICT_COLUMNS[f]!] = index === -1 ? null : ids[index]!;
+    }
+    values[C.action] = KINDS[event.action].code;
+    values[C.part_number] = event.partNumber ?? null;
+    const billable = encodeBool(event.isBillableEgress);
+    values[C.is_billable_egress] = billable === null ? null : billable === 1;
+    values[C.event_id] = text(event.eventId);
+    values[C.object_key] = text(event.objectKey);
+    values[C.version_id] = text(event.versionId);
+    values[C.upload_id] = text(event.uploadId);
+    // JSON.stringify escapes NUL and lone surrogates, so the JSON is valid PostgreSQL text as it is.
+    values[C.rest] = encodeRest(event);
+    return values;
   }
 }

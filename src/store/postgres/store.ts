@@ -10,6 +10,7 @@
  * statement text for every unit size, where VALUES needs a statement per row count.
  */
 import { DatabaseError, type Pool, type PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { actionByCode, KINDS, type EventRecord } from '../../events/catalogue.js';
 import type { FieldError } from '../../events/field-error.js';
 import { decodeRest } from '../row.js';
@@ -30,7 +31,7 @@ import {
   type Store,
   type StoredEvent,
 } from '../types.js';
-import { COMMIT_SQL, fromPgText, toPgText, UnitEncoder } from './encode.js';
+import { COPY_SQL, fromPgText, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, toPgText, UnitEncoder } from './encode.js';
 import { LOCK_CLASS } from './migrate.js';
 
 const LOCK_FIRST_KEY = 3;
@@ -139,6 +140,22 @@ async function transaction<T>(pool: Pool, run: (client: PoolClient) => Promise<T
     }
     throw err;
   }
+}
+
+/** A bigint seq as a JS number; they travel as numbers, exact only up to 2^53 (285 years at a million events a second). */
+function safeSeq(seq: string): number {
+  const n = Number(seq);
+  if (n > Number.MAX_SAFE_INTEGER - SEQ_BLOCK) throw new Error(`event_seq ${seq} is beyond 2^53`);
+  return n;
+}
+
+/** Sends COPY data and waits for the server to take it all. */
+async function copyIn(client: PoolClient, text: string): Promise<void> {
+  const stream = client.query(copyFrom(COPY_SQL));
+  await new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve).on('error', reject);
+    stream.end(text);
+  });
 }
 
 // ---- Reading rows ----
@@ -277,6 +294,7 @@ export class PostgresStore implements Store {
 
   constructor(
     private readonly pool: Pool,
+    private readonly copyMinEvents: number,
     private readonly onClose: () => Promise<void>,
   ) {
     this.dictionary = new Dictionary(pool);
@@ -286,39 +304,25 @@ export class PostgresStore implements Store {
 
   async commit(unit: CommitUnit): Promise<EventOutcome[]> {
     const { events } = unit;
-    const encoder = new UnitEncoder(events.length);
+    const encoder = new UnitEncoder(events);
     // Exactly-once inside the unit is decided here: only the first occurrence of (tenant, eventId)
     // goes to the database; across units and processes the event_ids primary key decides.
     let seen: Set<string> | undefined;
     for (let ord = 0; ord < events.length; ord++) {
-      const { tenantId, receivedAt, event } = events[ord]!;
+      const { tenantId, event } = events[ord]!;
       if (event.eventId !== undefined) {
         const key = `${tenantId}/${event.eventId}`;
         seen ??= new Set();
         if (seen.has(key)) continue;
         seen.add(key);
       }
-      encoder.add(ord, tenantId, receivedAt, event);
+      encoder.add(ord);
     }
-    const seqs = new Array<string | undefined>(events.length);
+    const seqs = new Array<number | undefined>(events.length);
     if (encoder.rows > 0 || unit.quarantine.length > 0 || (unit.replayed?.ids.length ?? 0) > 0) {
       try {
-        const columns = encoder.finish(await this.dictIds(encoder.values));
-        const q = unit.quarantine;
-        const params: unknown[] = [
-          q.map((e) => e.tenantId),
-          q.map((e) => e.receivedAt),
-          q.map((e) => e.index ?? null),
-          q.map((e) => e.truncated),
-          q.map((e) => e.code),
-          q.map((e) => JSON.stringify(e.errors)),
-          q.map((e) => e.source),
-          q.map((e) => e.body),
-          unit.replayed?.ids ?? [],
-          unit.replayed?.at ?? null,
-          ...columns,
-        ];
-        for (const { ord, seq } of await this.runCommit(params)) seqs[ord] = seq;
+        const ids = await this.dictIds(encoder.values);
+        await this.runCommit(unit, encoder, ids, seqs);
       } catch (err) {
         throw unavailable(err);
       }
@@ -328,7 +332,7 @@ export class PostgresStore implements Store {
       const seq = seqs[ord];
       if (event.eventId !== undefined) return { eventId: event.eventId, duplicate: seq === undefined };
       if (seq === undefined) throw unavailable(new Error(`event ${ord} without eventId was not stored`));
-      return { eventId: serverEventId(BigInt(seq)), duplicate: false };
+      return { eventId: serverEventId(seq), duplicate: false };
     });
   }
 
@@ -340,16 +344,56 @@ export class PostgresStore implements Store {
     return encoded.map((value) => ids.get(value)!);
   }
 
-  /** One statement is one transaction; a deadlock or serialization failure rolled it all back, so retrying is safe. */
-  private async runCommit(params: unknown[]): Promise<{ ord: number; seq: string }[]> {
+  /**
+   * Writes the unit by one statement or, when large, by event_ids + COPY (encode.ts). A deadlock or
+   * serialization failure rolled it all back, so retrying is safe.
+   */
+  private async runCommit(unit: CommitUnit, encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[]): Promise<void> {
+    const q = unit.quarantine;
+    const params: unknown[] = [
+      q.map((e) => e.tenantId),
+      q.map((e) => e.receivedAt),
+      q.map((e) => e.index ?? null),
+      q.map((e) => e.truncated),
+      q.map((e) => e.code),
+      q.map((e) => JSON.stringify(e.errors)),
+      q.map((e) => e.source),
+      q.map((e) => e.body),
+      unit.replayed?.ids ?? [],
+      unit.replayed?.at ?? null,
+    ];
+    const byCopy = encoder.rows >= this.copyMinEvents;
+    if (byCopy) {
+      const candidates = encoder.eventIds();
+      params.push(candidates.tenants, candidates.ids, candidates.rows, Math.ceil(encoder.rows / SEQ_BLOCK));
+    } else {
+      params.push(...encoder.arrays(ids));
+    }
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.pool.query<{ ord: number; seq: string }>({ name: 'bm_commit', text: COMMIT_SQL, values: params });
-        return result.rows;
+        if (byCopy) await this.commitByCopy(params, encoder, ids, seqs);
+        else await this.commitByStatement(params, encoder, seqs);
+        return;
       } catch (err) {
+        seqs.fill(undefined);
         if (attempt >= 3 || !(err instanceof DatabaseError) || !RETRYABLE.has(err.code ?? '')) throw err;
       }
     }
+  }
+
+  /** One statement, its own transaction. */
+  private async commitByStatement(params: unknown[], encoder: UnitEncoder, seqs: (number | undefined)[]): Promise<void> {
+    const { rows } = await this.pool.query<{ row: number; seq: string }>({ name: 'bm_commit', text: STATEMENT_SQL, values: params });
+    for (const { row, seq } of rows) seqs[encoder.ords[row]!] = safeSeq(seq);
+  }
+
+  private async commitByCopy(params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[]): Promise<void> {
+    await transaction(this.pool, async (client) => {
+      const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bm_reserve', text: RESERVE_SQL, values: params });
+      const { fresh, blocks } = rows[0]!;
+      const text = encoder.copy(ids, new Set(fresh), blocks.map(safeSeq), seqs);
+      if (text !== '') await copyIn(client, text);
+    });
   }
 
   async listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
