@@ -2,13 +2,13 @@
  * `npm run bench`: measures bucketmeter against its baselines and its targets, one phase after the
  * other, each phase repeated (rounds interleave the phases, so slow drift of the machine spreads over
  * all of them), and reports medians. Server and load generator run as separate processes pinned to
- * different cores (taskset; with --pin=main-thread only the server's main thread stays pinned, see
+ * different cores (taskset; by default only the server's main thread stays pinned, see
  * proc.ts PinMode); this process only orchestrates and samples /proc.
  *
  *   npm run bench -- [--quick] [--runs N] [--database-url URL] [--only PHASE|GROUP,...] [--cpu-prof PHASE]
  *                    [--node-flags="--max-semi-space-size=32 ..."]   (V8/Node flags for the bucketmeter server)
  *                    [--nice=-10]   (niceness of the measured processes, for a machine others use)
- *                    [--pin=process|main-thread]   (what of a server is pinned to core 0: see proc.ts PinMode)
+ *                    [--pin=main-thread|process]   (what of a server is pinned to core 0, default main-thread: see proc.ts PinMode)
  *
  * PostgreSQL phases run when --database-url or BENCH_DATABASE_URL is given: each run creates a schema of
  * its own in that database (CREATE SCHEMA rights needed), points the server at it through the URL's
@@ -44,7 +44,7 @@ function readSettings(): Settings {
       'cpu-prof': { type: 'string' },
       'node-flags': { type: 'string' },
       nice: { type: 'string' },
-      pin: { type: 'string', default: 'process' },
+      pin: { type: 'string', default: 'main-thread' },
       'no-docs': { type: 'boolean', default: false },
     },
   });
