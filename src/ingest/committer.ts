@@ -31,7 +31,10 @@ export interface CommitterOptions {
 }
 
 interface Pending {
-  unit: CommitUnit;
+  /** Dropped once merged into a commit: nothing here should keep its events alive while the commit runs. */
+  unit: CommitUnit | undefined;
+  /** Its events, whose outcomes it gets. */
+  events: number;
   size: number;
   /** performance.now() by which it must be answered. */
   deadline: number;
@@ -83,7 +86,7 @@ export class Committer {
     if (refusal !== undefined) return Promise.reject(refusal);
     const deadline = performance.now() + this.timeoutMs;
     return new Promise((resolve, reject) => {
-      this.queue.push({ unit, size, deadline, resolve, reject });
+      this.queue.push({ unit, events: unit.events.length, size, deadline, resolve, reject });
       this.queuedEvents += size;
       this.schedule();
       this.armExpiry();
@@ -179,7 +182,7 @@ export class Committer {
       this.failedAt = undefined;
       let at = 0;
       for (const p of group) {
-        const n = p.unit.events.length;
+        const n = p.events;
         p.resolve(outcomes.slice(at, at + n));
         at += n;
       }
@@ -206,10 +209,13 @@ export class Committer {
   }
 }
 
+/** The group's units as one, taken out of the group. */
 function merge(group: Pending[]): CommitUnit {
-  if (group.length === 1) return group[0]!.unit;
+  const units = group.map((p) => p.unit!);
+  for (const p of group) p.unit = undefined;
+  if (units.length === 1) return units[0]!;
   const unit: CommitUnit = { events: [], quarantine: [] };
-  for (const { unit: u } of group) {
+  for (const u of units) {
     for (const e of u.events) unit.events.push(e);
     for (const q of u.quarantine) unit.quarantine.push(q);
     if (u.replayed) {

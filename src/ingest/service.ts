@@ -7,7 +7,7 @@ import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 import type { EventValidator } from '../events/validate.js';
-import type { CommitUnit, EventToStore, QuarantineInput } from '../store/types.js';
+import type { CommitUnit, EventOutcome, EventToStore, QuarantineInput } from '../store/types.js';
 import type { Committer } from './committer.js';
 
 export interface IngestOptions {
@@ -65,17 +65,31 @@ export class IngestService {
   }
 
   async ingestBatch(tenantId: number, body: Buffer, source: string): Promise<BatchResult> {
+    const { committed, rejected } = this.submitBatch(tenantId, body, source);
+    const outcomes = await committed;
+    let duplicates = 0;
+    for (const o of outcomes) if (o.duplicate) duplicates++;
+    return { accepted: outcomes.length - duplicates, duplicates, rejected };
+  }
+
+  /**
+   * Decodes, validates and submits a batch. Synchronous up to the submission, so that the decoded
+   * body and its events are referenced by nothing that waits for the commit: they can die young.
+   */
+  private submitBatch(tenantId: number, body: Buffer, source: string): { committed: Promise<EventOutcome[]>; rejected: BatchResult['rejected'] } {
     const receivedAt = this.now();
+    const refuse = (code: ErrorCode, errors: FieldError[], extra?: Record<string, unknown>) => ({
+      committed: this.reject(tenantId, receivedAt, source, code, errors, body, extra),
+      rejected: [],
+    });
     const decoded = decodeJson(body);
-    if (!decoded.ok) return this.reject(tenantId, receivedAt, source, decoded.code, decoded.errors, body);
+    if (!decoded.ok) return refuse(decoded.code, decoded.errors);
     const { value } = decoded;
-    if (!Array.isArray(value)) {
-      return this.reject(tenantId, receivedAt, source, 'BM_ERR_BODY_NOT_ARRAY', [wholeBody('a JSON array of events', value)], body);
-    }
+    if (!Array.isArray(value)) return refuse('BM_ERR_BODY_NOT_ARRAY', [wholeBody('a JSON array of events', value)]);
     const { maxBatchEvents } = this.options;
     if (value.length > maxBatchEvents) {
       const errors = [{ path: '', message: `the batch holds ${value.length} events; at most ${maxBatchEvents} are allowed`, expected: `at most ${maxBatchEvents} events`, received: `array of ${value.length}` }];
-      return this.reject(tenantId, receivedAt, source, 'BM_ERR_BATCH_TOO_MANY_EVENTS', errors, body, { limit: maxBatchEvents });
+      return refuse('BM_ERR_BATCH_TOO_MANY_EVENTS', errors, { limit: maxBatchEvents });
     }
     const events: EventToStore[] = [];
     const quarantine: QuarantineInput[] = [];
@@ -97,10 +111,8 @@ export class IngestService {
       }
       quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, kept, index));
     }
-    const outcomes = events.length + quarantine.length > 0 ? await this.options.committer.submit({ events, quarantine }) : [];
-    let duplicates = 0;
-    for (const o of outcomes) if (o.duplicate) duplicates++;
-    return { accepted: outcomes.length - duplicates, duplicates, rejected };
+    const committed = events.length + quarantine.length > 0 ? this.options.committer.submit({ events, quarantine }) : Promise.resolve([]);
+    return { committed, rejected };
   }
 
   /**

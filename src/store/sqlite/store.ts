@@ -65,12 +65,13 @@ export class SqliteStore implements Store {
     };
   }
 
-  async commit(unit: CommitUnit): Promise<EventOutcome[]> {
+  commit(unit: CommitUnit): Promise<EventOutcome[]> {
     const { packed, transfer } = packUnit(unit);
-    const seqs = (await this.#writer.request({ type: 'commit', unit: packed }, transfer)) as Float64Array;
-    return unit.events.map(({ event }, i): EventOutcome => {
-      const seq = seqs[i]!;
-      return { eventId: event.eventId ?? serverEventId(seq), duplicate: seq === 0 };
+    // Only the client ids are kept while the writer works, not the events: they may die young.
+    const clientIds = unit.events.map(({ event }) => event.eventId);
+    return this.#writer.request({ type: 'commit', unit: packed }, transfer).then((result) => {
+      const seqs = result as Float64Array;
+      return clientIds.map((eventId, i): EventOutcome => ({ eventId: eventId ?? serverEventId(seqs[i]!), duplicate: seqs[i] === 0 }));
     });
   }
 
