@@ -6,7 +6,7 @@
  * proc.ts PinMode); this process only orchestrates and samples /proc.
  *
  *   npm run bench -- [--quick] [--runs N] [--database-url URL] [--only PHASE|GROUP,...] [--cpu-prof PHASE]
- *                    [--node-flags="--max-semi-space-size=32 ..."]   (V8/Node flags for the bucketmeter server)
+ *                    [--node-flags="--max-semi-space-size=32 ..."]   (V8/Node flags for every server, baselines too)
  *                    [--nice=-10]   (niceness of the measured processes, for a machine others use)
  *                    [--pin=main-thread|process]   (what of a server is pinned to core 0, default main-thread: see proc.ts PinMode)
  *
