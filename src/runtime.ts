@@ -76,7 +76,7 @@ export interface Node {
 export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
   let commitWarnedAt = -Infinity;
   const committer = new Committer({
-    commit: (unit) => store.commit(unit),
+    commit: (unit, deadline) => store.commit(unit, deadline),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
     // One connection stays free for key lookups and reads.

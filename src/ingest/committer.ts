@@ -1,7 +1,8 @@
 /**
  * Group commit with backpressure. Requests submit small units; the committer merges the units that
- * arrive while the store is busy into one `store.commit()`, so one fsync (SQLite) or one COMMIT
- * (PostgreSQL) serves many requests. Each caller's promise settles when its own unit is durable.
+ * arrive while the store's commits in flight are at their limit into one `store.commit()`, so one
+ * COMMIT serves many requests (the SQLite writer thread also merges the units waiting for it). Each
+ * caller's promise settles when its own unit is durable.
  *
  * Flush triggers: the first unit after an idle moment (on the next turn of the event loop, so
  * requests parsed in the same turn share it); a commit finishing while units wait; a group reaching
@@ -13,12 +14,13 @@ import type { CommitUnit, EventOutcome } from '../store/types.js';
 import { StoreUnavailableError } from '../store/types.js';
 
 export interface CommitterOptions {
-  commit: (unit: CommitUnit) => Promise<EventOutcome[]>;
+  /** `deadline`, epoch milliseconds: the store's cue not to begin a unit whose callers were answered 503. */
+  commit: (unit: CommitUnit, deadline: number) => Promise<EventOutcome[]>;
   /** Most events merged into one commit. */
   maxGroupEvents: number;
   /** Most events waiting (queued and committing) before submit refuses. */
   maxQueueEvents: number;
-  /** Commits allowed at once: 1 for a single-writer store, more for a pooled one. */
+  /** Commits handed to the store at once (runtime.ts says how many for each store, and why). */
   maxInFlight: number;
   /**
    * A unit not committed this long after its submission is answered 503: a hung store must hold no
@@ -178,7 +180,7 @@ export class Committer {
     // The group's oldest unit comes first: its deadline is the group's.
     const timer = setTimeout(() => this.fail(group, this.timeoutError()), Math.max(0, group[0]!.deadline - performance.now()));
     try {
-      const outcomes = await this.options.commit(merge(group));
+      const outcomes = await this.options.commit(merge(group), performance.timeOrigin + group[0]!.deadline);
       this.failedAt = undefined;
       let at = 0;
       for (const p of group) {

@@ -125,8 +125,13 @@ export interface QuarantineStore {
 
 export interface Store {
   readonly backend: 'sqlite' | 'postgres';
-  /** Commits the unit durably (fsync / COMMIT returned) before resolving. Rejects with StoreUnavailableError on failure. */
-  commit(unit: CommitUnit): Promise<EventOutcome[]>;
+  /**
+   * Commits the unit durably (fsync / COMMIT returned) before resolving. Rejects with
+   * StoreUnavailableError on failure. `deadline` (epoch milliseconds): a store that queues units
+   * itself (SQLite's writer thread) does not begin one after it, and rejects it instead, because its
+   * caller has been told it failed; a write already begun may still finish.
+   */
+  commit(unit: CommitUnit, deadline?: number): Promise<EventOutcome[]>;
   listEvents(tenantId: number, query: EventQuery): Promise<EventPage>;
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;

@@ -181,6 +181,57 @@ describe('sqlite store failures', () => {
     }
   });
 
+  it('a unit whose deadline has passed is refused by the writer, not written', async () => {
+    const temp = await tempDir();
+    const store = await openSqliteStore({ path: join(temp.dir, 'past.db') });
+    try {
+      const { tenantId } = await newTenant(store);
+      await rejectsUnavailable(store.commit(bigUnit(tenantId, 'past', 3), Date.now() - 1), /past its deadline/);
+      await store.commit(bigUnit(tenantId, 'due', 3), Date.now() + 60_000);
+      assert.deepEqual((await contents(store, tenantId)).quarantine, ['due']);
+    } finally {
+      await store.close();
+      await temp.remove();
+    }
+  });
+
+  it('a unit queued behind a stalled commit past its deadline is refused, while the stalled one is written', async () => {
+    const temp = await tempDir();
+    const path = join(temp.dir, 'stalled.db');
+    const store = await openSqliteStore({ path });
+    try {
+      const { tenantId } = await newTenant(store);
+      // Another process holds the write lock until told to let go: the writer waits on it (busy_timeout).
+      const script = join(temp.dir, 'holder.mjs');
+      const betterSqlite = import.meta.resolve('better-sqlite3');
+      await writeFile(
+        script,
+        `const { default: Database } = await import(${JSON.stringify(betterSqlite)});
+         const db = new Database(process.argv[2]);
+         db.exec('BEGIN IMMEDIATE');
+         process.stdout.write('locked\\n');
+         process.stdin.once('data', () => { db.exec('COMMIT'); process.exit(0); });`,
+      );
+      const holder = spawn(process.execPath, [script, path], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const exited = once(holder, 'exit');
+      await once(holder.stdout, 'data');
+      const stalled = bigUnit(tenantId, 'stalled', 3);
+      const first = store.commit(stalled, Date.now() + 60_000);
+      // Long enough for the writer to have taken the first unit and to be waiting for the lock with it.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const late = store.commit(bigUnit(tenantId, 'late', 3), Date.now() + 50);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      holder.stdin.end('go\n');
+      await first;
+      await rejectsUnavailable(late, /past its deadline/);
+      assert.deepEqual(await exited, [0, null]);
+      assert.deepEqual(await contents(store, tenantId), { customers: customersOf(stalled), quarantine: ['stalled'] });
+    } finally {
+      await store.close();
+      await temp.remove();
+    }
+  });
+
   it('key writes and commits wait for another process holding the lock (busy_timeout)', async () => {
     const temp = await tempDir();
     const path = join(temp.dir, 'cli.db');

@@ -9,7 +9,8 @@ export interface WriterData {
 }
 
 export type WriterCommand =
-  | { type: 'commit'; unit: PackedUnit }
+  /** `deadline`: epoch milliseconds after which the unit is refused rather than begun. */
+  | { type: 'commit'; unit: PackedUnit; deadline: number }
   /** Commits a tiny write: the writer can write now. */
   | { type: 'check' }
   | { type: 'purgeQuarantine'; before: number }

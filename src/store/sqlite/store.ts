@@ -65,11 +65,11 @@ export class SqliteStore implements Store {
     };
   }
 
-  commit(unit: CommitUnit): Promise<EventOutcome[]> {
+  commit(unit: CommitUnit, deadline = Infinity): Promise<EventOutcome[]> {
     const { packed, transfer } = packUnit(unit);
     // Only the client ids are kept while the writer works, not the events: they may die young.
     const clientIds = unit.events.map(({ event }) => event.eventId);
-    return this.#writer.request({ type: 'commit', unit: packed }, transfer).then((result) => {
+    return this.#writer.request({ type: 'commit', unit: packed, deadline }, transfer).then((result) => {
       const seqs = result as Float64Array;
       return clientIds.map((eventId, i): EventOutcome => ({ eventId: eventId ?? serverEventId(seqs[i]!), duplicate: seqs[i] === 0 }));
     });

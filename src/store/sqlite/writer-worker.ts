@@ -279,6 +279,9 @@ function commitGroup(group: CommitRequest[]): void {
   );
 }
 
+/** Now, on the clock of the deadlines the main thread sends (performance.timeOrigin is per thread). */
+const epochNow = () => performance.timeOrigin + performance.now();
+
 port.on('message', (first: WriterRequest) => {
   let next: WriterRequest | undefined = first;
   while (next !== undefined) {
@@ -290,14 +293,22 @@ port.on('message', (first: WriterRequest) => {
     }
     const group = [request];
     let events = request.unit.count;
-    // Taken off the port here, so each is handled in this loop: joins the group, starts the next one, or follows it.
-    while (events < data.maxGroupEvents) {
+    // Taken off the port here, so each is handled in this loop: it joins the group, starts the next
+    // one (when it would take the group past its limit), or follows it.
+    for (;;) {
       next = receiveMessageOnPort(port)?.message as WriterRequest | undefined;
-      if (next?.type !== 'commit') break;
+      if (next?.type !== 'commit' || events + next.unit.count > data.maxGroupEvents) break;
       group.push(next);
       events += next.unit.count;
       next = undefined;
     }
-    commitGroup(group);
+    // A unit whose caller has been answered 503 meanwhile is refused, not written after the fact.
+    const now = epochNow();
+    const due: CommitRequest[] = [];
+    for (const r of group) {
+      if (r.deadline >= now) due.push(r);
+      else answer(r.id, () => { throw new Error('the unit waited for the writer past its deadline; not written'); });
+    }
+    if (due.length > 0) commitGroup(due);
   }
 });
