@@ -37,8 +37,8 @@ import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { openPostgresStore } from '../src/store/postgres/index.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { ensurePartitions } from '../src/store/postgres/partitions.js';
-import { COPY_SQL, INPUT_COLUMNS, RESERVE_SQL, SEQ_BLOCK, statementSql, toPgText, UnitEncoder, UNNEST_INPUT, type InputColumn } from '../src/store/postgres/encode.js';
-import { Dictionary } from '../src/store/postgres/store.js';
+import { INPUT_COLUMNS, SEQ_BLOCK, statementSql, toPgText, UnitEncoder, UNNEST_INPUT, type InputColumn } from '../src/store/postgres/encode.js';
+import { Dictionary, reserveAndCopy } from '../src/store/postgres/store.js';
 import type { EventToStore } from '../src/store/types.js';
 import { buildUniverse, eventIdSource, EventMix, Rng } from './mix.js';
 import { median } from './stats.js';
@@ -169,10 +169,8 @@ const store: Method = async (client, { events, dict }) => {
   const params = [...NO_QUARANTINE, candidates.tenants, candidates.ids, candidates.rows, Math.ceil(encoder.rows / SEQ_BLOCK)];
   await client.query('BEGIN');
   try {
-    const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bench_reserve', text: RESERVE_SQL, values: params });
     const seqs: (number | undefined)[] = [];
-    const text = encoder.copy(encoder.values.map((value) => dict.get(value)!), new Set(rows[0]!.fresh), rows[0]!.blocks.map(Number), seqs);
-    await pipeline(Readable.from([text]), client.query(copyFrom(COPY_SQL)));
+    await reserveAndCopy(client, params, encoder, encoder.values.map((value) => dict.get(value)!), seqs);
     await client.query('COMMIT');
     return seqs.filter((seq) => seq !== undefined).length;
   } catch (err) {

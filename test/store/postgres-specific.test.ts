@@ -156,93 +156,96 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
     }
   });
 
-  it('stores each eventId exactly once when two processes commit the same ids concurrently', async () => {
-    const { url } = await scratchDatabase();
-    const [a, b] = await Promise.all([openPostgresStore({ url, poolMax: 4 }), openPostgresStore({ url, poolMax: 4 })]);
-    assert.ok(a && b);
-    try {
-      const ids = Array.from({ length: 2000 }, (_, i) => `shared-${i}`);
-      const stored = new Map<string, number>();
-      // Each process commits every id, in its own random order and unit boundaries, 4 units in flight.
-      const run = async (store: Store) => {
-        const order = shuffled(ids);
-        const units: string[][] = [];
-        for (let i = 0; i < order.length; ) {
-          const size = 1 + Math.floor(Math.random() * 200);
-          units.push(order.slice(i, i + size));
-          i += size;
-        }
-        const inFlight = Array.from({ length: 4 }, async () => {
-          for (let unit = units.shift(); unit !== undefined; unit = units.shift()) {
-            // Repeat one id inside the unit too: only the first occurrence may count.
-            const events = [...unit, unit[0] as string].map((id) => event(id));
-            const outcomes = await store.commit({ events, quarantine: [] });
-            assert.equal(outcomes.at(-1)?.duplicate, true);
-            for (const outcome of outcomes.slice(0, -1)) {
-              if (!outcome.duplicate) stored.set(outcome.eventId, (stored.get(outcome.eventId) ?? 0) + 1);
+  // Units take one of two write paths by size (encode.ts): each of these runs once per path.
+  for (const [path, copyMinEvents] of [['one statement', Infinity], ['COPY', 1]] as const) {
+    it(`stores each eventId exactly once when two processes commit the same ids concurrently (${path})`, async () => {
+      const { url } = await scratchDatabase();
+      const [a, b] = await Promise.all([openPostgresStore({ url, poolMax: 4, copyMinEvents }), openPostgresStore({ url, poolMax: 4, copyMinEvents })]);
+      assert.ok(a && b);
+      try {
+        const ids = Array.from({ length: 2000 }, (_, i) => `shared-${i}`);
+        const stored = new Map<string, number>();
+        // Each process commits every id, in its own random order and unit boundaries, 4 units in flight.
+        const run = async (store: Store) => {
+          const order = shuffled(ids);
+          const units: string[][] = [];
+          for (let i = 0; i < order.length; ) {
+            const size = 1 + Math.floor(Math.random() * 200);
+            units.push(order.slice(i, i + size));
+            i += size;
+          }
+          const inFlight = Array.from({ length: 4 }, async () => {
+            for (let unit = units.shift(); unit !== undefined; unit = units.shift()) {
+              // Repeat one id inside the unit too: only the first occurrence may count.
+              const events = [...unit, unit[0] as string].map((id) => event(id));
+              const outcomes = await store.commit({ events, quarantine: [] });
+              assert.equal(outcomes.at(-1)?.duplicate, true);
+              for (const outcome of outcomes.slice(0, -1)) {
+                if (!outcome.duplicate) stored.set(outcome.eventId, (stored.get(outcome.eventId) ?? 0) + 1);
+              }
+            }
+          });
+          await Promise.all(inFlight);
+        };
+        await Promise.all([run(a), run(b)]);
+        assert.equal(stored.size, ids.length, 'every id reported stored by someone');
+        assert.deepEqual([...stored.values()].filter((n) => n !== 1), [], 'no id reported stored twice');
+        const { rows } = await admin(
+          (client) => client.query<{ n: string; distinct: string }>('SELECT count(*) AS n, count(DISTINCT event_id) AS distinct FROM events'),
+          url,
+        );
+        assert.deepEqual(rows[0], { n: String(ids.length), distinct: String(ids.length) });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it(`never reports a false success when server connections are killed, and recovers by itself (${path})`, async () => {
+      const { name, url } = await scratchDatabase();
+      const store = await openPostgresStore({ url, poolMax: 4, copyMinEvents });
+      try {
+        const acknowledged: string[] = [];
+        let failures = 0;
+        let stop = false;
+        let n = 0;
+        const writers = Array.from({ length: 4 }, async (_, w) => {
+          while (!stop) {
+            const ids = Array.from({ length: 50 }, () => `w${w}-${n++}`);
+            try {
+              await store.commit({ events: ids.map((id) => event(id)), quarantine: [] });
+              acknowledged.push(...ids);
+            } catch (err) {
+              assert.ok(err instanceof StoreUnavailableError, `commit rejected with ${String(err)}`);
+              assert.ok(err.cause !== undefined, 'the cause is attached');
+              failures++;
             }
           }
         });
-        await Promise.all(inFlight);
-      };
-      await Promise.all([run(a), run(b)]);
-      assert.equal(stored.size, ids.length, 'every id reported stored by someone');
-      assert.deepEqual([...stored.values()].filter((n) => n !== 1), [], 'no id reported stored twice');
-      const { rows } = await admin(
-        (client) => client.query<{ n: string; distinct: string }>('SELECT count(*) AS n, count(DISTINCT event_id) AS distinct FROM events'),
-        url,
-      );
-      assert.deepEqual(rows[0], { n: String(ids.length), distinct: String(ids.length) });
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-  });
-
-  it('never reports a false success when server connections are killed, and recovers by itself', async () => {
-    const { name, url } = await scratchDatabase();
-    const store = await openPostgresStore({ url, poolMax: 4 });
-    try {
-      const acknowledged: string[] = [];
-      let failures = 0;
-      let stop = false;
-      let n = 0;
-      const writers = Array.from({ length: 4 }, async (_, w) => {
-        while (!stop) {
-          const ids = Array.from({ length: 50 }, () => `w${w}-${n++}`);
-          try {
-            await store.commit({ events: ids.map((id) => event(id)), quarantine: [] });
-            acknowledged.push(...ids);
-          } catch (err) {
-            assert.ok(err instanceof StoreUnavailableError, `commit rejected with ${String(err)}`);
-            assert.ok(err.cause !== undefined, 'the cause is attached');
-            failures++;
-          }
+        for (let kill = 0; kill < 10; kill++) {
+          await sleep(50);
+          await admin((client) =>
+            client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
+          );
         }
-      });
-      for (let kill = 0; kill < 10; kill++) {
         await sleep(50);
-        await admin((client) =>
-          client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
-        );
+        stop = true;
+        await Promise.all(writers);
+        assert.ok(acknowledged.length > 0, 'some commits succeeded');
+        assert.ok(failures > 0, 'some commits were cut off');
+
+        const { rows } = await admin((client) => client.query<{ event_id: string }>('SELECT event_id FROM events'), url);
+        const stored = new Set(rows.map((row) => row.event_id));
+        assert.equal(stored.size, rows.length, 'nothing stored twice');
+        assert.deepEqual(acknowledged.filter((id) => !stored.has(id)), [], 'every acknowledged event is stored');
+
+        // Recovers without reopening: the pool replaced the killed connections.
+        assert.deepEqual(await store.commit({ events: [event('after-kill')], quarantine: [] }), [{ eventId: 'after-kill', duplicate: false }]);
+        await store.checkWritable();
+      } finally {
+        await store.close();
       }
-      await sleep(50);
-      stop = true;
-      await Promise.all(writers);
-      assert.ok(acknowledged.length > 0, 'some commits succeeded');
-      assert.ok(failures > 0, 'some commits were cut off');
-
-      const { rows } = await admin((client) => client.query<{ event_id: string }>('SELECT event_id FROM events'), url);
-      const stored = new Set(rows.map((row) => row.event_id));
-      assert.equal(stored.size, rows.length, 'nothing stored twice');
-      assert.deepEqual(acknowledged.filter((id) => !stored.has(id)), [], 'every acknowledged event is stored');
-
-      // Recovers without reopening: the pool replaced the killed connections.
-      assert.deepEqual(await store.commit({ events: [event('after-kill')], quarantine: [] }), [{ eventId: 'after-kill', duplicate: false }]);
-      await store.checkWritable();
-    } finally {
-      await store.close();
-    }
-  });
+    });
+  }
 
   it('rejects with StoreUnavailableError while the database is unreachable, and recovers when it returns', async () => {
     const { url } = await scratchDatabase();

@@ -143,7 +143,8 @@ ids AS (
 ${QUARANTINE_CTES}
 SELECT
   ARRAY(SELECT c.row FROM candidate c JOIN ids ON ids.tenant_id = c.tenant_id AND ids.event_id = c.event_id COLLATE "C") AS fresh,
-  ARRAY(SELECT nextval('event_seq') FROM generate_series(1, $14::integer)) AS blocks`;
+  -- Ascending, so that seqs follow the rows' order.
+  ARRAY(SELECT n FROM (SELECT nextval('event_seq') AS n FROM generate_series(1, $14::integer)) s ORDER BY n) AS blocks`;
 
 export const COPY_SQL = `COPY events (seq, ${EVENT_COLUMNS.map(([name]) => name).join(', ')}) FROM STDIN`;
 

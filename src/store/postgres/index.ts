@@ -39,6 +39,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     idleTimeoutMillis: 30_000,
     // Notices a dead peer on idle connections instead of finding out at the next commit.
     keepAlive: true,
+    // A large unit's transaction spans several round trips (encode.ts) and holds its event_ids row
+    // locks meanwhile. If this process dies or its network hangs mid-way, PostgreSQL ends the session
+    // after this long instead of when TCP keepalive notices (hours), so retries on other nodes proceed.
+    idle_in_transaction_session_timeout: 10_000,
     application_name: 'bucketmeter',
   });
   // An idle connection that dies (server restart, pg_terminate_backend) is reported here and already

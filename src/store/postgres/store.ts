@@ -3,11 +3,9 @@
  * (exactly-once, server ids, first key) is made by the database; per-process state is only a cache of
  * facts that never change once committed (dictionary ids).
  *
- * Write path: one commit unit is ONE statement (data-modifying CTEs fed by unnest() arrays), which is
- * its own transaction: one round trip, atomic, and its reply arrives only after COMMIT. Chosen by
- * measurement (bench/pg-insert-methods.ts): as fast as a prepared multi-row VALUES insert, faster
- * than COPY into a staging table (which needs BEGIN, COPY, INSERT, COMMIT round trips), and one
- * statement text for every unit size, where VALUES needs a statement per row count.
+ * Write path (encode.ts): a small unit is one statement, its own transaction, in one round trip; a
+ * unit of copyMinEvents or more is a transaction of event_ids and sequence blocks, then COPY. Either
+ * way the unit is atomic and its outcomes are known only after COMMIT.
  */
 import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -147,6 +145,17 @@ function safeSeq(seq: string): number {
   const n = Number(seq);
   if (n > Number.MAX_SAFE_INTEGER - SEQ_BLOCK) throw new Error(`event_seq ${seq} is beyond 2^53`);
   return n;
+}
+
+/**
+ * The COPY path inside a unit's transaction (encode.ts): RESERVE_SQL with `params` (event_ids,
+ * sequence blocks, quarantine), then COPY of the events it found new, their seqs written into `seqs`.
+ */
+export async function reserveAndCopy(client: PoolClient, params: unknown[], encoder: UnitEncoder, ids: readonly number[], seqs: (number | undefined)[]): Promise<void> {
+  const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bm_reserve', text: RESERVE_SQL, values: params });
+  const { fresh, blocks } = rows[0]!;
+  const text = encoder.copy(ids, new Set(fresh), blocks.map(safeSeq), seqs);
+  if (text !== '') await copyIn(client, text);
 }
 
 /** Sends COPY data and waits for the server to take it all. */
@@ -388,12 +397,7 @@ export class PostgresStore implements Store {
   }
 
   private async commitByCopy(params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[]): Promise<void> {
-    await transaction(this.pool, async (client) => {
-      const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bm_reserve', text: RESERVE_SQL, values: params });
-      const { fresh, blocks } = rows[0]!;
-      const text = encoder.copy(ids, new Set(fresh), blocks.map(safeSeq), seqs);
-      if (text !== '') await copyIn(client, text);
-    });
+    await transaction(this.pool, (client) => reserveAndCopy(client, params, encoder, ids, seqs));
   }
 
   async listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
