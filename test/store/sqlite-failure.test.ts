@@ -56,6 +56,33 @@ async function contents(store: Store, tenantId: number): Promise<{ customers: st
 
 const customersOf = (unit: CommitUnit): string[] => unit.events.map((e) => e.event.customerId ?? '').sort();
 
+/**
+ * Another process holding the database's write lock: it begins an IMMEDIATE transaction, runs `sql`
+ * in it, and commits `holdMs` later (blocking, as a CLI would) or, without holdMs, when released.
+ * Resolves once the lock is held.
+ */
+async function holdWriteLock(dir: string, path: string, options: { sql?: string; holdMs?: number } = {}): Promise<{ exited: Promise<unknown[]>; release(): void }> {
+  const script = join(dir, 'lock-holder.mjs');
+  const betterSqlite = import.meta.resolve('better-sqlite3');
+  const commit =
+    options.holdMs === undefined
+      ? "process.stdin.once('data', () => { db.exec('COMMIT'); process.exit(0); });"
+      : `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${options.holdMs}); db.exec('COMMIT');`;
+  await writeFile(
+    script,
+    `const { default: Database } = await import(${JSON.stringify(betterSqlite)});
+     const db = new Database(process.argv[2]);
+     db.exec('BEGIN IMMEDIATE');
+     ${options.sql === undefined ? '' : `db.exec(${JSON.stringify(options.sql)});`}
+     process.stdout.write('locked\\n');
+     ${commit}`,
+  );
+  const holder = spawn(process.execPath, [script, path], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = once(holder, 'exit');
+  await once(holder.stdout, 'data');
+  return { exited, release: () => holder.stdin.end('go\n') };
+}
+
 describe('sqlite store failures', () => {
   it('a write lock held elsewhere fails commits with StoreUnavailableError until released', async () => {
     const temp = await tempDir();
@@ -201,30 +228,18 @@ describe('sqlite store failures', () => {
     const store = await openSqliteStore({ path });
     try {
       const { tenantId } = await newTenant(store);
-      // Another process holds the write lock until told to let go: the writer waits on it (busy_timeout).
-      const script = join(temp.dir, 'holder.mjs');
-      const betterSqlite = import.meta.resolve('better-sqlite3');
-      await writeFile(
-        script,
-        `const { default: Database } = await import(${JSON.stringify(betterSqlite)});
-         const db = new Database(process.argv[2]);
-         db.exec('BEGIN IMMEDIATE');
-         process.stdout.write('locked\\n');
-         process.stdin.once('data', () => { db.exec('COMMIT'); process.exit(0); });`,
-      );
-      const holder = spawn(process.execPath, [script, path], { stdio: ['pipe', 'pipe', 'inherit'] });
-      const exited = once(holder, 'exit');
-      await once(holder.stdout, 'data');
+      // Another process holds the write lock until released: the writer waits on it (busy_timeout).
+      const holder = await holdWriteLock(temp.dir, path);
       const stalled = bigUnit(tenantId, 'stalled', 3);
       const first = store.commit(stalled, Date.now() + 60_000);
       // Long enough for the writer to have taken the first unit and to be waiting for the lock with it.
       await new Promise((resolve) => setTimeout(resolve, 200));
       const late = store.commit(bigUnit(tenantId, 'late', 3), Date.now() + 50);
       await new Promise((resolve) => setTimeout(resolve, 150));
-      holder.stdin.end('go\n');
+      holder.release();
       await first;
       await rejectsUnavailable(late, /past its deadline/);
-      assert.deepEqual(await exited, [0, null]);
+      assert.deepEqual(await holder.exited, [0, null]);
       assert.deepEqual(await contents(store, tenantId), { customers: customersOf(stalled), quarantine: ['stalled'] });
     } finally {
       await store.close();
@@ -239,21 +254,10 @@ describe('sqlite store failures', () => {
     try {
       const { tenantId } = await newTenant(store);
       // A CLI-like process: takes the write lock, adds a key, holds the lock 300 ms, commits.
-      const script = join(temp.dir, 'cli.mjs');
-      const betterSqlite = import.meta.resolve('better-sqlite3');
-      await writeFile(
-        script,
-        `const { default: Database } = await import(${JSON.stringify(betterSqlite)});
-         const db = new Database(process.argv[2]);
-         db.exec('BEGIN IMMEDIATE');
-         db.prepare("INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ('cli-key', ?, x'00', 1)").run(${tenantId});
-         process.stdout.write('locked\\n');
-         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
-         db.exec('COMMIT');`,
-      );
-      const cli = spawn(process.execPath, [script, path], { stdio: ['ignore', 'pipe', 'inherit'] });
-      const exited = once(cli, 'exit');
-      await once(cli.stdout, 'data');
+      const cli = await holdWriteLock(temp.dir, path, {
+        sql: `INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ('cli-key', ${tenantId}, x'00', 1)`,
+        holdMs: 300,
+      });
       const started = Date.now();
       const committed = store.commit(bigUnit(tenantId, 'waited', 3));
       // Synchronous on the main thread: it blocks until the lock is free, which is the point.
@@ -261,7 +265,7 @@ describe('sqlite store failures', () => {
       assert.ok(Date.now() - started >= 200, 'waited for the lock');
       assert.equal(key.id, 'after-cli');
       await committed;
-      assert.deepEqual(await exited, [0, null]);
+      assert.deepEqual(await cli.exited, [0, null]);
       assert.deepEqual((await store.keys.list()).map((k) => k.id).filter((id) => id.endsWith('cli') || id === 'cli-key').sort(), ['after-cli', 'cli-key']);
     } finally {
       await store.close();
