@@ -1,0 +1,61 @@
+/** HTTP to bucketmeter over node:http(s) with keep-alive: the batch POST and the batch-size GET. */
+import http from 'node:http';
+import https from 'node:https';
+import { promisify } from 'node:util';
+import { gzip, constants } from 'node:zlib';
+
+const gzipAsync = promisify(gzip);
+
+export interface HttpReply {
+  status: number;
+  retryAfter: string | undefined;
+  body: string;
+}
+
+export class Transport {
+  private readonly agent: http.Agent;
+  private readonly base: URL;
+  private readonly lib: typeof http | typeof https;
+
+  constructor(url: string, private readonly apiKey: string, private readonly timeoutMs: number) {
+    this.base = new URL(url.endsWith('/') ? url : url + '/');
+    this.lib = this.base.protocol === 'https:' ? https : http;
+    this.agent = new this.lib.Agent({ keepAlive: true, maxSockets: 16 });
+  }
+
+  /** POSTs a JSON array made of already serialized events, gzipped (level 1: cheap, still ~10x smaller). */
+  async postBatch(lines: readonly string[]): Promise<HttpReply> {
+    const body = await gzipAsync('[' + lines.join(',') + ']', { level: constants.Z_BEST_SPEED });
+    return this.send('POST', 'storage/batch', body);
+  }
+
+  async recommendedBatchSize(): Promise<number | undefined> {
+    const reply = await this.send('GET', 'storage/recommendedBatchSize');
+    const size = reply.status === 200 ? Number(reply.body) : NaN;
+    return Number.isInteger(size) && size > 0 ? size : undefined;
+  }
+
+  /** Ends idle and in-flight connections: what is in flight fails with a network error. */
+  destroy(): void {
+    this.agent.destroy();
+  }
+
+  private send(method: string, path: string, body?: Buffer): Promise<HttpReply> {
+    const headers: Record<string, string | number> = { 'x-api-key': this.apiKey, 'user-agent': 'bucketmeter-client-js' };
+    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length });
+    return new Promise((resolve, reject) => {
+      const req = this.lib.request(new URL(path, this.base), { method, headers, agent: this.agent, timeout: this.timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const retryAfter = res.headers['retry-after'];
+          resolve({ status: res.statusCode ?? 0, retryAfter, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', reject);
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer from bucketmeter in ${this.timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+}
