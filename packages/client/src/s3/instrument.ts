@@ -40,21 +40,27 @@ interface HttpResponseLike {
   headers?: Record<string, string>;
 }
 type Handler = (args: { input: object; request?: unknown }) => Promise<{ output: object; response: unknown }>;
-type Middleware = (next: Handler, context: Record<string | symbol, unknown>) => Handler;
+type Middleware = (next: Handler, context: object) => Handler;
 
-/** The part of an S3Client (or any SDK v3 client) this needs. */
-export interface InstrumentableClient {
-  middlewareStack: { add(middleware: Middleware, options: { step: string; name: string; priority?: string; override?: boolean }): void };
+/** The part of an S3Client this needs; typed loosely here because the SDK's stack types are heavily overloaded. */
+interface MiddlewareStackLike {
+  add(middleware: Middleware, options: { step: string; name: string; priority: string; override: boolean }): void;
 }
 
 const SENT = Symbol('bucketmeter.sentRequest');
+/** The SDK's per-call context, shared by every middleware of one call. */
+interface CallContext {
+  commandName?: string;
+  [SENT]?: HttpRequestLike;
+}
 
-export function instrumentS3(client: InstrumentableClient, meter: BucketmeterClient, options: InstrumentOptions = {}): void {
-  const emit: Middleware = (next, context) => async (args) => {
+export function instrumentS3(client: { middlewareStack: unknown }, meter: BucketmeterClient, options: InstrumentOptions = {}): void {
+  const emit: Middleware = (next, smithyContext) => async (args) => {
+    const context = smithyContext as CallContext;
     const attribution = currentAttribution();
     const result = await next(args);
     try {
-      const event = toEvent(String(context.commandName ?? ''), args.input, result, context[SENT] as HttpRequestLike | undefined, attribution, options);
+      const event = toEvent(context.commandName ?? '', args.input, result, context[SENT], attribution, options);
       if (event !== undefined) meter.track(event);
     } catch (error) {
       // Metering must never fail the user's S3 call.
@@ -64,12 +70,13 @@ export function instrumentS3(client: InstrumentableClient, meter: BucketmeterCli
   };
   const capture: Middleware = (next, context) => async (args) => {
     const result = await next(args);
-    context[SENT] = args.request;
+    (context as CallContext)[SENT] = args.request as HttpRequestLike;
     return result;
   };
   // Same names with override: instrumenting a client twice replaces, never doubles.
-  client.middlewareStack.add(emit, { step: 'initialize', name: 'bucketmeterEmit', priority: 'high', override: true });
-  client.middlewareStack.add(capture, { step: 'deserialize', name: 'bucketmeterCapture', priority: 'high', override: true });
+  const stack = client.middlewareStack as MiddlewareStackLike;
+  stack.add(emit, { step: 'initialize', name: 'bucketmeterEmit', priority: 'high', override: true });
+  stack.add(capture, { step: 'deserialize', name: 'bucketmeterCapture', priority: 'high', override: true });
 }
 
 function toEvent(

@@ -36,7 +36,7 @@ export const { startServer, tempDir } = server;
 export const { startTcpProxy } = proxy;
 
 /** Every stored event of the key's tenant, by eventId, read through GET /v1/events page by page. */
-export async function storedEvents(url: string, key: string): Promise<Map<string, Record<string, unknown>>[]> {
+export async function storedEvents(url: string, key: string): Promise<[stored: Map<string, Record<string, unknown>>, doubles: Map<string, Record<string, unknown>>]> {
   const byId = new Map<string, Record<string, unknown>>();
   const doubles = new Map<string, Record<string, unknown>>();
   let cursor: string | undefined;
