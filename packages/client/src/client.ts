@@ -99,22 +99,27 @@ export class BucketmeterClient {
     if (this.queue.sealedCount > 0) this.pump();
   }
 
-  /** Queues one event (same shape as the API). Never throws: a refused event is counted and reported. */
-  track(event: MeterEvent): void {
+  /**
+   * Queues one event (same shape as the API) and returns its eventId; undefined when it was not
+   * queued (closed, queue full, not serializable), which is counted and reported. Never throws.
+   */
+  track(event: MeterEvent): string | undefined {
     if (this.closed) return this.drop(1, 'the client is closed');
     let line: string;
+    const eventId = event.eventId ?? uuidv7();
     try {
       const timestamp = event.timestamp instanceof Date ? event.timestamp.toISOString() : (event.timestamp ?? new Date().toISOString());
-      line = JSON.stringify({ ...event, timestamp, eventId: event.eventId ?? uuidv7() });
+      line = JSON.stringify({ ...event, timestamp, eventId });
     } catch (error) {
       this.report({ kind: 'rejected', message: `bucketmeter: event cannot be serialized: ${String(error)}`, events: [{ event, errors: [] }] });
       this.counts.rejected++;
-      return;
+      return undefined;
     }
     if (this.queue.openBytes + line.length > this.o.maxBatchBytes) this.seal();
     if (!this.queue.append(line)) return this.drop(1, 'the queue is full');
     if (this.queue.openCount >= this.batchSize) this.seal();
     else this.flushTimer ??= setTimeout(() => this.seal(), this.o.maxDelayMs).unref();
+    return eventId;
   }
 
   /** Sends everything queued so far and resolves once the server has answered for all of it. */
@@ -149,12 +154,12 @@ export class BucketmeterClient {
       // Sends in flight fail (their sockets are gone) and give their batches back; then count what is left.
       while (this.inFlight > 0) await new Promise<void>((done) => setImmediate(done));
       this.queue.closeSpool();
+      this.flushDropReport(true);
       if (this.options.spoolDir === undefined && this.queue.pending > 0) {
         const left = this.queue.pending;
         this.counts.dropped += left;
         this.report({ kind: 'dropped', message: `bucketmeter: ${left} events still unsent when close() ended`, events: left });
       }
-      this.flushDropReport(true);
     }
     return this.stats();
   }
@@ -226,6 +231,8 @@ export class BucketmeterClient {
       }
       if (reply?.status === 413) return this.tooLarge(lines);
       if (reply !== undefined && (reply.status === 401 || reply.status === 403)) {
+        // Batches in flight together all get it: say it once.
+        if (this.blocked !== undefined) return false;
         this.blocked = `the server refused the API key (HTTP ${reply.status}): sending stopped, events stay queued`;
         this.report({ kind: 'permanent', message: `bucketmeter: ${this.blocked}`, status: reply.status, events: this.queue.pending });
         return false;
@@ -298,11 +305,12 @@ export class BucketmeterClient {
     });
   }
 
-  private drop(count: number, why: string): void {
+  private drop(count: number, why: string): undefined {
     this.counts.dropped += count;
     this.unreported += count;
     this.dropReason = why;
     this.flushDropReport(false);
+    return undefined;
   }
 
   private flushDropReport(force: boolean): void {

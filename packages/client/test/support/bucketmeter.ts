@@ -27,12 +27,13 @@ const ROOT = new URL('../../../../../', import.meta.url);
 const server = (await import(new URL('dist/test/support/server.js', ROOT).href)) as {
   startServer(options?: { dataDir?: string; args?: string[] }): Promise<ServerProcess>;
   tempDir(prefix?: string): string;
+  createKey(tenant: string, storeArgs: string[]): Promise<string>;
 };
 const proxy = (await import(new URL('dist/test/support/tcp-proxy.js', ROOT).href)) as {
   startTcpProxy(host: string, port: number): Promise<TcpProxy>;
 };
 
-export const { startServer, tempDir } = server;
+export const { startServer, tempDir, createKey } = server;
 export const { startTcpProxy } = proxy;
 
 /** Every stored event of the key's tenant, by eventId, read through GET /v1/events page by page. */
