@@ -1,0 +1,7 @@
+declare module 's3rver' {
+  export default class S3rver {
+    constructor(options: { port?: number; address?: string; silent?: boolean; directory: string });
+    run(): Promise<{ address: string; port: number }>;
+    close(): Promise<void>;
+  }
+}
