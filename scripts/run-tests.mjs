@@ -1,11 +1,12 @@
 // Runs every compiled test file under dist/test with node's test runner.
-// `npm test` runs the default suite; `node scripts/run-tests.mjs reliability` runs the long one.
+// `npm test` runs the default suite (the server's and packages/client's); `node scripts/run-tests.mjs
+// reliability` runs the long one.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 const suite = process.argv[2] ?? 'default';
-const root = suite === 'default' ? 'dist/test' : `dist/test-${suite}`;
+const roots = suite === 'default' ? ['dist/test', 'packages/client/dist/test'] : [`dist/test-${suite}`];
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -15,7 +16,7 @@ function find(dir) {
   });
 }
 
-const files = find(root).sort();
+const files = roots.flatMap(find).sort();
 if (!process.env.TEST_DATABASE_URL) {
   console.warn('\n*** TEST_DATABASE_URL is not set: the PostgreSQL suites are SKIPPED (SQLite suites still run). ***\n');
 }
