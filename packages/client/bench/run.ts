@@ -1,0 +1,97 @@
+/**
+ * The package's figures, on this machine:
+ *  1. instrumentS3 overhead per S3 call: median time of the same GetObject through a real S3Client
+ *     with a scripted request handler, with and without the middleware (interleaved blocks, so both
+ *     see the same machine load).
+ *  2. One process tracking events: events/s delivered to a local bucketmeter (answered by the server),
+ *     and the process's peak RSS.
+ * `npm run bench -w @bucketmeter/client [-- --quick]`. Needs the root build (the server).
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import * as S3 from '@aws-sdk/client-s3';
+import { BucketmeterClient, instrumentS3 } from '../src/index.js';
+
+const quick = process.argv.includes('--quick');
+const ROOT = new URL('../../../../', import.meta.url);
+const { startServer, tempDir } = (await import(new URL('dist/test/support/server.js', ROOT).href)) as {
+  startServer(o: { dataDir: string }): Promise<{ url: string; bootstrapKey?: string; child: { pid?: number }; stop(): Promise<unknown> }>;
+  tempDir(prefix: string): string;
+};
+
+function scriptedClient(): S3.S3Client {
+  const body = Buffer.from('abcd');
+  return new S3.S3Client({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+    requestHandler: {
+      handle: async () => ({
+        response: { statusCode: 200, headers: { date: new Date().toUTCString(), 'content-length': '4', 'x-amz-version-id': 'v1' }, body: Readable.from([body]) },
+      }),
+    } as never,
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+async function overhead(url: string, apiKey: string) {
+  const meter = new BucketmeterClient({ url, apiKey, exitHooks: false });
+  const plain = scriptedClient();
+  const metered = scriptedClient();
+  instrumentS3(metered, meter, { defaultAttribution: { customerId: 'cus_1', featureId: 'bench' } });
+  const times: Record<'plain' | 'metered', number[]> = { plain: [], metered: [] };
+  const blocks = quick ? 10 : 40;
+  const perBlock = 1000;
+  const run = async (client: S3.S3Client, into: number[], keep: boolean) => {
+    for (let i = 0; i < perBlock; i++) {
+      const t0 = process.hrtime.bigint();
+      await client.send(new S3.GetObjectCommand({ Bucket: 'media', Key: `k/${i}` }));
+      const dt = Number(process.hrtime.bigint() - t0) / 1000;
+      if (keep) into.push(dt);
+    }
+  };
+  await run(plain, [], false); // warm-up: JIT and the SDK's lazy config
+  await run(metered, [], false);
+  for (let b = 0; b < blocks; b++) {
+    await run(plain, times.plain, true);
+    await run(metered, times.metered, true);
+  }
+  const stats = await meter.close({ timeoutMs: 30_000 });
+  const plainUs = median(times.plain);
+  const meteredUs = median(times.metered);
+  return { calls: times.plain.length, plainMedianUs: +plainUs.toFixed(1), meteredMedianUs: +meteredUs.toFixed(1), overheadUs: +(meteredUs - plainUs).toFixed(1), eventsSent: stats.sent };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+/** In its own process (bench/track.ts), so RSS is the tracking process's, without the AWS SDK. */
+async function throughput(url: string, apiKey: string, serverPid: number) {
+  const total = quick ? 200_000 : 1_000_000;
+  const serverCpu0 = cpuSecondsOf(serverPid);
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'track.js'), url, apiKey, String(total)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  await new Promise((done) => child.on('exit', done));
+  const result = JSON.parse(out) as { events: number; seconds: number; eventsPerSecond: number; peakRssMB: number; cpuSeconds: number; cpuMicrosPerEvent: number; stats: unknown };
+  return { ...result, serverCpuSeconds: +(cpuSecondsOf(serverPid) - serverCpu0).toFixed(2) };
+}
+
+const server = await startServer({ dataDir: tempDir('bm-client-bench-') });
+try {
+  const o = await overhead(server.url, server.bootstrapKey!);
+  console.log(`instrumentS3 overhead: median ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without → ${o.overheadUs} µs per call (${o.calls} calls each)`);
+  const t = await throughput(server.url, server.bootstrapKey!, server.child.pid!);
+  console.log(`delivery: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s answered by the server; peak RSS ${t.peakRssMB} MB; CPU: client ${t.cpuSeconds} s (${t.cpuMicrosPerEvent} µs per event), server ${t.serverCpuSeconds} s; stats ${JSON.stringify(t.stats)}`);
+  console.log(JSON.stringify({ node: process.version, quick, overhead: o, throughput: t }));
+} finally {
+  await server.stop();
+}
