@@ -1,7 +1,7 @@
 /**
  * The package's figures, on this machine:
  *  1. instrumentS3 overhead per S3 call: median time of the same GetObject through a real S3Client
- *     with a scripted request handler, with and without the middleware (interleaved blocks, so both
+ *     with a scripted request handler, with and without the middleware (alternating call by call, so both
  *     see the same machine load).
  *  2. One process tracking events: events/s delivered to a local bucketmeter (answered by the server),
  *     and the process's peak RSS.
@@ -45,26 +45,36 @@ async function overhead(url: string, apiKey: string) {
   const metered = scriptedClient();
   instrumentS3(metered, meter, { defaultAttribution: { customerId: 'cus_1', featureId: 'bench' } });
   const times: Record<'plain' | 'metered', number[]> = { plain: [], metered: [] };
-  const blocks = quick ? 10 : 40;
-  const perBlock = 1000;
-  const run = async (client: S3.S3Client, into: number[], keep: boolean) => {
-    for (let i = 0; i < perBlock; i++) {
-      const t0 = process.hrtime.bigint();
-      await client.send(new S3.GetObjectCommand({ Bucket: 'media', Key: `k/${i}` }));
-      const dt = Number(process.hrtime.bigint() - t0) / 1000;
-      if (keep) into.push(dt);
-    }
+  const calls = quick ? 5000 : 20_000;
+  const once = async (client: S3.S3Client, i: number) => {
+    const t0 = process.hrtime.bigint();
+    await client.send(new S3.GetObjectCommand({ Bucket: 'media', Key: `k/${i}` }));
+    return Number(process.hrtime.bigint() - t0) / 1000;
   };
-  await run(plain, [], false); // warm-up: JIT and the SDK's lazy config
-  await run(metered, [], false);
-  for (let b = 0; b < blocks; b++) {
-    await run(plain, times.plain, true);
-    await run(metered, times.metered, true);
+  // Warm-up: JIT and the SDK's lazily resolved config.
+  for (let i = 0; i < 1000; i++) await once(plain, i), await once(metered, i);
+  // Call by call, alternating which goes first, so both see the same machine load.
+  const cpu0 = { plain: 0, metered: 0 };
+  for (let i = 0; i < calls; i++) {
+    for (const which of i % 2 === 0 ? (['plain', 'metered'] as const) : (['metered', 'plain'] as const)) {
+      const c0 = process.cpuUsage();
+      times[which].push(await once(which === 'plain' ? plain : metered, i));
+      const c = process.cpuUsage(c0);
+      cpu0[which] += c.user + c.system;
+    }
   }
   const stats = await meter.close({ timeoutMs: 30_000 });
   const plainUs = median(times.plain);
   const meteredUs = median(times.metered);
-  return { calls: times.plain.length, plainMedianUs: +plainUs.toFixed(1), meteredMedianUs: +meteredUs.toFixed(1), overheadUs: +(meteredUs - plainUs).toFixed(1), eventsSent: stats.sent };
+  return {
+    calls: times.plain.length,
+    plainMedianUs: +plainUs.toFixed(1),
+    meteredMedianUs: +meteredUs.toFixed(1),
+    overheadUs: +(meteredUs - plainUs).toFixed(1),
+    // CPU per call (mean), less disturbed by other processes than wall time.
+    cpuOverheadUs: +((cpu0.metered - cpu0.plain) / calls).toFixed(1),
+    eventsSent: stats.sent,
+  };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
@@ -88,7 +98,7 @@ async function throughput(url: string, apiKey: string, serverPid: number) {
 const server = await startServer({ dataDir: tempDir('bm-client-bench-') });
 try {
   const o = await overhead(server.url, server.bootstrapKey!);
-  console.log(`instrumentS3 overhead: median ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without → ${o.overheadUs} µs per call (${o.calls} calls each)`);
+  console.log(`instrumentS3 overhead: median ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without → ${o.overheadUs} µs per call (${o.calls} calls each, alternating); CPU: +${o.cpuOverheadUs} µs per call`);
   const t = await throughput(server.url, server.bootstrapKey!, server.child.pid!);
   console.log(`delivery: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s answered by the server; peak RSS ${t.peakRssMB} MB; CPU: client ${t.cpuSeconds} s (${t.cpuMicrosPerEvent} µs per event), server ${t.serverCpuSeconds} s; stats ${JSON.stringify(t.stats)}`);
   console.log(JSON.stringify({ node: process.version, quick, overhead: o, throughput: t }));

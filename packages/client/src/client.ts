@@ -210,8 +210,9 @@ export class BucketmeterClient {
       if (finished) this.queue.done(batch);
       else this.queue.putBack(batch);
     } catch (error) {
-      // A bug here must never become an unhandled rejection in the host process.
+      // A bug here must never become an unhandled rejection in the host process; the batch waits and is tried again.
       this.report({ kind: 'instrumentation', message: `bucketmeter: sender failed: ${String(error)}`, cause: error });
+      await this.sleep(this.o.maxRetryDelayMs);
       this.queue.putBack(batch);
     }
   }

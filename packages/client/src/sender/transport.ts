@@ -30,7 +30,8 @@ export class Transport {
   }
 
   async recommendedBatchSize(): Promise<number | undefined> {
-    const reply = await this.send('GET', 'storage/recommendedBatchSize');
+    // Only a hint: its socket must not keep an otherwise finished process alive.
+    const reply = await this.send('GET', 'storage/recommendedBatchSize', undefined, true);
     const size = reply.status === 200 ? Number(reply.body) : NaN;
     return Number.isInteger(size) && size > 0 ? size : undefined;
   }
@@ -40,7 +41,7 @@ export class Transport {
     this.agent.destroy();
   }
 
-  private send(method: string, path: string, body?: Buffer): Promise<HttpReply> {
+  private send(method: string, path: string, body?: Buffer, background = false): Promise<HttpReply> {
     const headers: Record<string, string | number> = { 'x-api-key': this.apiKey, 'user-agent': 'bucketmeter-client-js' };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length });
     return new Promise((resolve, reject) => {
@@ -53,6 +54,7 @@ export class Transport {
         });
         res.on('error', reject);
       });
+      if (background) req.on('socket', (socket) => socket.unref());
       req.on('timeout', () => req.destroy(new Error(`no answer from bucketmeter in ${this.timeoutMs} ms`)));
       req.on('error', reject);
       req.end(body);
