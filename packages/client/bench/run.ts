@@ -95,13 +95,46 @@ async function throughput(url: string, apiKey: string, serverPid: number) {
   return { ...result, serverCpuSeconds: +(cpuSecondsOf(serverPid) - serverCpu0).toFixed(2) };
 }
 
+/**
+ * The middleware's own cost per call, without the SDK around it: the two middlewares instrumentS3
+ * adds, run on a GetObject's real shapes (input, request headers as the SDK sends them, output,
+ * response), with the next handler answering at once. On a loaded machine this is the stable
+ * figure; the A/B difference above carries the noise of a ~400 µs SDK call.
+ */
+async function selfCost(url: string, apiKey: string) {
+  const meter = new BucketmeterClient({ url, apiKey, exitHooks: false });
+  type Handler = (args: object) => Promise<object>;
+  type Mw = (next: Handler, context: object) => Handler;
+  const added: Record<string, Mw> = {};
+  instrumentS3({ middlewareStack: { add: (mw: Mw, o: { name: string }) => (added[o.name] = mw) } }, meter, { defaultAttribution: { customerId: 'cus_1', featureId: 'bench' } });
+  const request = {
+    hostname: 'media.s3.us-east-1.amazonaws.com',
+    headers: { 'x-amz-user-agent': 'aws-sdk-js/3', 'user-agent': 'aws-sdk-js/3 ua/2.1 os/linux lang/js md/nodejs#20', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', 'x-amz-date': '20261123T184853Z', 'x-amz-checksum-mode': 'ENABLED', authorization: 'AWS4-HMAC-SHA256 Credential=...', 'amz-sdk-invocation-id': 'x', 'amz-sdk-request': 'attempt=1; max=3', host: 'media.s3.us-east-1.amazonaws.com' },
+  };
+  const result = { output: { ContentLength: 4, VersionId: 'v1', ETag: '"e"', $metadata: { httpStatusCode: 200 } }, response: { statusCode: 200, headers: { date: 'Mon, 23 Nov 2026 18:48:53 GMT', 'content-length': '4', 'x-amz-version-id': 'v1' } } };
+  const times: number[] = [];
+  const calls = quick ? 20_000 : 100_000;
+  for (let i = 0; i < calls + 5000; i++) {
+    const context = { commandName: 'GetObjectCommand' };
+    const inner = added.bucketmeterCapture!(async () => result, context);
+    const outer = added.bucketmeterEmit!(async (args) => inner({ ...args, request }), context);
+    const t0 = process.hrtime.bigint();
+    await outer({ input: { Bucket: 'media', Key: `k/${i}` } });
+    if (i >= 5000) times.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  await meter.close({ timeoutMs: 30_000 });
+  return { calls, medianUs: +median(times).toFixed(2) };
+}
+
 const server = await startServer({ dataDir: tempDir('bm-client-bench-') });
 try {
   const o = await overhead(server.url, server.bootstrapKey!);
   console.log(`instrumentS3 overhead: median ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without → ${o.overheadUs} µs per call (${o.calls} calls each, alternating); CPU: +${o.cpuOverheadUs} µs per call`);
+  const self = await selfCost(server.url, server.bootstrapKey!);
+  console.log(`instrumentS3 own cost: median ${self.medianUs} µs per call (${self.calls} calls; event made and queued, handler answering at once)`);
   const t = await throughput(server.url, server.bootstrapKey!, server.child.pid!);
   console.log(`delivery: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s answered by the server; peak RSS ${t.peakRssMB} MB; CPU: client ${t.cpuSeconds} s (${t.cpuMicrosPerEvent} µs per event), server ${t.serverCpuSeconds} s; stats ${JSON.stringify(t.stats)}`);
-  console.log(JSON.stringify({ node: process.version, quick, overhead: o, throughput: t }));
+  console.log(JSON.stringify({ node: process.version, quick, overhead: o, selfCost: self, throughput: t }));
 } finally {
   await server.stop();
 }

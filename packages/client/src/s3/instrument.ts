@@ -95,7 +95,11 @@ function toEvent(
   const fields = extractFields(action, { input: input as Record<string, unknown>, output: result.output as Record<string, unknown>, requestHeaders: lowerCased(request.headers ?? {}) });
   if (fields === undefined) return undefined;
   const provider = options.provider ?? providerOfHost(request.hostname) ?? UNKNOWN_PROVIDER;
-  const event: MeterEvent = { action, timestamp: responseTime(response?.headers?.date), provider, ...options.defaultAttribution, ...attribution, ...fields };
+  // Built by assignment, not spreads: the object stays in V8's fast mode, which JSON.stringify in track() needs.
+  const event: MeterEvent = { action, provider, timestamp: responseTime(response?.headers?.date) };
+  assignAttribution(event, options.defaultAttribution);
+  assignAttribution(event, attribution);
+  for (const name in fields) event[name] = fields[name];
   if (action === 'GetObject' && options.isBillableEgress !== undefined) {
     event.isBillableEgress = options.isBillableEgress({
       bucket: event.bucket,
@@ -109,10 +113,30 @@ function toEvent(
   return event;
 }
 
-/** The server's clock (response Date header) rather than this machine's; this machine's when absent. */
+let lastDate = '';
+let lastIso = '';
+
+/**
+ * The server's clock (response Date header) rather than this machine's; this machine's when absent.
+ * The header changes once a second: the last conversion is kept, since parsing costs more than the rest.
+ */
 function responseTime(date: string | undefined): string {
-  const at = date === undefined ? NaN : Date.parse(date);
-  return new Date(Number.isNaN(at) ? Date.now() : at).toISOString();
+  if (date === undefined) return new Date().toISOString();
+  if (date !== lastDate) {
+    const at = Date.parse(date);
+    if (Number.isNaN(at)) return new Date().toISOString();
+    lastIso = new Date(at).toISOString();
+    lastDate = date;
+  }
+  return lastIso;
+}
+
+function assignAttribution(event: MeterEvent, from: Attribution | undefined): void {
+  if (from === undefined) return;
+  if (from.customerId !== undefined) event.customerId = from.customerId;
+  if (from.featureId !== undefined) event.featureId = from.featureId;
+  if (from.clientType !== undefined) event.clientType = from.clientType;
+  if (from.clientId !== undefined) event.clientId = from.clientId;
 }
 
 function lowerCased(headers: Record<string, string>): Record<string, string> {
