@@ -86,7 +86,7 @@ export class BucketmeterClient {
     this.batchSize = Math.min(DEFAULT_BATCH_SIZE, this.o.maxBatchSize);
     this.queue = new EventQueue({ maxEvents: this.o.maxQueueSize, maxSpoolBytes: this.o.maxSpoolBytes }, options.spoolDir);
     if (options.apiKey === undefined || options.apiKey === '') {
-      // A missing key must not break the application: events are counted as dropped and said once.
+      // A missing key must not break the application: said once here, events counted as dropped.
       this.blocked = 'no API key given: events are not sent';
       this.report({ kind: 'permanent', message: `bucketmeter: ${this.blocked}`, status: 0, events: 0 });
     } else {
@@ -105,6 +105,11 @@ export class BucketmeterClient {
    */
   track(event: MeterEvent): string | undefined {
     if (this.closed) return this.drop(1, 'the client is closed');
+    if (this.transport === undefined) {
+      // No key: said once at construction; holding events that can never be sent would only cost memory.
+      this.counts.dropped++;
+      return undefined;
+    }
     let line: string;
     const eventId = event.eventId ?? uuidv7();
     try {

@@ -218,3 +218,14 @@ describe('sender against a real bucketmeter', () => {
     return createKey(`t${Date.now()}${Math.random().toString(36).slice(2, 6)}`, ['--data-dir', dataDir]);
   }
 });
+
+describe('sender without a key', () => {
+  it('is a no-op that says so once and counts what it drops; the application never sees an error', async () => {
+    const errors: MeterError[] = [];
+    const meter = new BucketmeterClient({ url: 'http://127.0.0.1:9', apiKey: undefined, exitHooks: false, onError: (e) => errors.push(e) });
+    for (let i = 0; i < 10; i++) assert.equal(meter.track(event(i)), undefined);
+    await meter.flush();
+    assert.deepEqual(await meter.close(), { queued: 0, sent: 0, duplicates: 0, retried: 0, rejected: 0, dropped: 10 });
+    assert.deepEqual(errors.map((e) => e.message), ['bucketmeter: no API key given: events are not sent']);
+  });
+});

@@ -16,6 +16,7 @@ export class Transport {
   private readonly agent: http.Agent;
   private readonly base: URL;
   private readonly lib: typeof http | typeof https;
+  private destroyed = false;
 
   constructor(url: string, private readonly apiKey: string, private readonly timeoutMs: number) {
     this.base = new URL(url.endsWith('/') ? url : url + '/');
@@ -38,10 +39,12 @@ export class Transport {
 
   /** Ends idle and in-flight connections: what is in flight fails with a network error. */
   destroy(): void {
+    this.destroyed = true;
     this.agent.destroy();
   }
 
   private send(method: string, path: string, body?: Buffer, background = false): Promise<HttpReply> {
+    if (this.destroyed) return Promise.reject(new Error('the client is closed'));
     const headers: Record<string, string | number> = { 'x-api-key': this.apiKey, 'user-agent': 'bucketmeter-client-js' };
     if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': body.length });
     return new Promise((resolve, reject) => {
