@@ -2,25 +2,9 @@
  * A real bucketmeter for the package's tests: the repository's own server, started as its tests
  * start it (test/support of the root, compiled by the root build that `npm test` runs first).
  */
-import type { ChildProcess } from 'node:child_process';
-
-export interface ServerProcess {
-  url: string;
-  port: number;
-  bootstrapKey: string | undefined;
-  child: ChildProcess;
-  output(): string;
-  stop(killAfterMs?: number): Promise<number | null>;
-  kill(): Promise<void>;
-}
-
-export interface TcpProxy {
-  port: number;
-  cut(): void;
-  hang(): void;
-  restore(): void;
-  close(): Promise<void>;
-}
+/** What these tests use of the root helpers' objects (their full types live in the root's test/support). */
+export type ServerProcess = { url: string; port: number; bootstrapKey: string | undefined; kill(): Promise<void>; stop(): Promise<number | null>; output(): string };
+export type TcpProxy = { port: number; cut(): void; restore(): void; close(): Promise<void> };
 
 const ROOT = new URL('../../../../../', import.meta.url);
 
