@@ -65,6 +65,7 @@ export class BucketmeterClient {
   private stopping = false;
   private unreported = 0;
   private dropReason = '';
+  private toldTooLarge = false;
   private lastDropReport = 0;
   private readonly removeExitHooks: () => void;
 
@@ -267,8 +268,11 @@ export class BucketmeterClient {
       return true;
     }
     const half = Math.ceil(lines.length / 2);
-    if (this.batchSize > half || this.o.maxBatchSize > half) {
-      this.report({ kind: 'permanent', message: `bucketmeter: batch of ${lines.length} too large for the server (HTTP 413); batches are now at most ${half} events`, status: 413, events: 0 });
+    if (this.o.maxBatchSize > half) {
+      if (!this.toldTooLarge) {
+        this.report({ kind: 'permanent', message: `bucketmeter: batch of ${lines.length} too large for the server (HTTP 413): split, and later batches made smaller`, status: 413, events: 0 });
+        this.toldTooLarge = true;
+      }
       this.o.maxBatchSize = half;
       this.batchSize = Math.min(this.batchSize, half);
     }

@@ -138,6 +138,24 @@ describe('sender against a real bucketmeter', () => {
     }
   });
 
+  it('413: batches split until they fit, later batches smaller, said once; nothing lost', async () => {
+    const small = await startServer({ dataDir: tempDir('bm-client-413-'), args: ['--max-body-bytes', '20000'] });
+    try {
+      const errors: MeterError[] = [];
+      const meter = new BucketmeterClient({ url: small.url, apiKey: small.bootstrapKey, exitHooks: false, onError: (e) => errors.push(e) });
+      const ids = await stream(meter, 2000, 500);
+      await meter.flush();
+      const stats = await meter.close();
+      assert.deepEqual(stats, { queued: 0, sent: 2000, duplicates: 0, retried: 0, rejected: 0, dropped: 0 });
+      const told = errors.filter((e) => e.kind === 'permanent');
+      assert.equal(told.length, 1, JSON.stringify(errors));
+      assert.match(told[0]!.message, /HTTP 413/);
+      await audit(small.url, small.bootstrapKey!, ids);
+    } finally {
+      await small.stop();
+    }
+  });
+
   it('401: said once, nothing more sent, flush() does not hang; close() counts the queue as dropped', async () => {
     const errors: MeterError[] = [];
     const meter = new BucketmeterClient({ url: server.url, apiKey: 'bmk_wrong', exitHooks: false, onError: (e) => errors.push(e) });
