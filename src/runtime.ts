@@ -64,6 +64,7 @@ const SQLITE_COMMITS_IN_FLIGHT = 8;
  */
 const PG_COMMITS_IN_FLIGHT = 3;
 const COMMIT_WARNING_INTERVAL_MS = 10_000;
+const CLOSE_SWEEP_MS = 50;
 
 export interface Node {
   app: FastifyInstance;
@@ -126,7 +127,14 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);
-        await app.close();
+        // Node closes the connections idle when the stop begins, not those whose request ends after:
+        // each would hold the stop for the keep-alive timeout (65 s).
+        const sweep = setInterval(() => app.server.closeIdleConnections(), CLOSE_SWEEP_MS);
+        try {
+          await app.close();
+        } finally {
+          clearInterval(sweep);
+        }
         await committer.close();
         await store.close();
       })()),

@@ -22,5 +22,6 @@ describe('overload', () => {
       // the waiting connections and their buffers.
       maxRssGrowth: 128 * MiB,
       maxRefusalP99Ms: 1000,
+      machineSpeed: true,
     }));
 });

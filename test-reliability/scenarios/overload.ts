@@ -30,6 +30,14 @@ export interface OverloadOptions {
   maxRssGrowth: number;
   /** Slowest refusal allowed at the 99th percentile: the excess must be refused at once. */
   maxRefusalP99Ms: number;
+  /**
+   * Also assert what depends on the machine's speed: that the load generator reached 2.5× capacity,
+   * refusals at once, recovery within 5 s, memory bounds. The full suite does; the short run in
+   * `npm test` shares 2 cores with other test files, so its load generator may not keep up, and it
+   * asserts only what must hold whatever the load reached: nothing lost, doubled or invented, every
+   * request answered, every refusal a 503/429 with Retry-After, the server serving again after.
+   */
+  machineSpeed: boolean;
 }
 
 const TENANT = 'overload';
@@ -146,12 +154,14 @@ export async function overloadScenario(t: TestContext, options: OverloadOptions)
   assert.equal(unsent, 0, 'events stored that were never sent');
   assert.equal(load.networkErrors, 0, 'every request answered');
   assert.deepEqual(load.failures, [], 'every answer as it must be');
+  assert.deepEqual(malformed.slice(0, 5), [], 'every refusal is 503 or 429 with Retry-After');
+  assert.ok(windows.some((n) => n > 0), `the server serves again after the overload: ${windows.join(', ')} per second`);
+  if (!options.machineSpeed) return;
   assert.ok(
     answeredRps >= MIN_ANSWERED_FACTOR * capacityRps,
     `the overload reached the server: ${answeredRps.toFixed(0)} answers/s, not ${MIN_ANSWERED_FACTOR}× the capacity of ${capacityRps.toFixed(0)}/s (${notSent} of ${offered} not even sent)`,
   );
   assert.ok(refused.length > 0, 'the overload was refused in part');
-  assert.deepEqual(malformed.slice(0, 5), [], 'every refusal is 503 or 429 with Retry-After');
   // A few refused client-side (too many waiting) is the client's own hiccup; many would mean the server stalled.
   assert.ok(notSent <= offered * 0.05, `the overload was offered: ${notSent} of ${offered} could not even be sent`);
   const refusedP99 = quantile(refused.map((o) => o.ms), 0.99);

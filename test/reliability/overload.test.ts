@@ -7,9 +7,9 @@ import { dropTargets, sqliteTarget } from '../../test-reliability/support/stores
 after(dropTargets);
 
 describe('overload (short)', () => {
-  // Capacity measured as long as in the full run: recovery is judged against it. The refusal limit is
-  // looser than the full run's 1 s, for a machine busy with other tests.
-  it('sqlite: 3× capacity for 5 s is refused with 503, loses nothing, recovers within 5 s', (t) =>
+  // Correctness only: on a machine busy with other tests the load generator may not reach the overload,
+  // so rates, latencies and memory are asserted by the full run (test-reliability/) alone.
+  it('sqlite: 3× capacity for 5 s: nothing lost or doubled, every refusal a 503 with Retry-After, serving after', (t) =>
     overloadScenario(t, {
       target: sqliteTarget(),
       queueMaxEvents: 2000,
@@ -22,5 +22,6 @@ describe('overload (short)', () => {
       maxRss: 768 * MiB,
       maxRssGrowth: 128 * MiB,
       maxRefusalP99Ms: 3000,
+      machineSpeed: false,
     }));
 });

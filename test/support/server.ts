@@ -32,6 +32,8 @@ export interface StartOptions {
   env?: Record<string, string | undefined>;
   /** Defaults to http. */
   protocol?: 'http' | 'https';
+  /** Start it as `npm start -- <args>` from the project folder (a container's command), not bin/bucketmeter. */
+  npmStart?: boolean;
 }
 
 export async function startServer(options: StartOptions = {}): Promise<ServerProcess> {
@@ -39,7 +41,9 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
   if (options.dataDir !== undefined) args.push('--data-dir', options.dataDir);
   // The store is chosen by the test's flags only, never by a DATABASE_URL that happens to be set.
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: undefined, LOG_LEVEL: 'info', ...options.env };
-  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = options.npmStart
+    ? spawn('npm', ['start', '--silent', '--', ...args.slice(1)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let bootstrapKey: string | undefined;
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
