@@ -2,6 +2,7 @@
  * Every setting in one place: flag, environment twin, default, meaning. The README's configuration
  * table is generated from SETTINGS, and `loadConfig` reports every invalid setting at once.
  */
+import { isIP } from 'node:net';
 
 type Kind = 'int' | 'string' | 'bool';
 
@@ -12,13 +13,14 @@ interface Setting {
   readonly default: number | string | boolean | undefined;
   readonly doc: string;
   readonly min?: number;
+  readonly max?: number;
 }
 
 const MiB = 1024 * 1024;
 
 export const SETTINGS = {
-  port: { flag: 'port', env: 'PORT', kind: 'int', default: 8080, min: 0, doc: 'TCP port to listen on (0 = any free port).' },
-  host: { flag: 'host', env: 'HOST', kind: 'string', default: '0.0.0.0', doc: 'Address to listen on.' },
+  port: { flag: 'port', env: 'PORT', kind: 'int', default: 8080, min: 0, max: 65535, doc: 'TCP port to listen on (0 = any free port).' },
+  host: { flag: 'host', env: 'HOST', kind: 'string', default: '0.0.0.0', doc: 'Address to listen on: an IP address or a host name.' },
   dataDir: { flag: 'data-dir', env: 'BUCKETMETER_DATA_DIR', kind: 'string', default: './data', doc: 'Folder of the embedded SQLite database (used when no database URL is given).' },
   databaseUrl: { flag: 'database-url', env: 'DATABASE_URL', kind: 'string', default: undefined, doc: 'A `postgres://` URL selects the PostgreSQL store instead of embedded SQLite.' },
   pgPoolMax: { flag: 'pg-pool-max', env: 'BUCKETMETER_PG_POOL_MAX', kind: 'int', default: 8, min: 1, doc: 'Most PostgreSQL connections per process.' },
@@ -33,9 +35,12 @@ export const SETTINGS = {
   commitMaxEvents: { flag: 'commit-max-events', env: 'BUCKETMETER_COMMIT_MAX_EVENTS', kind: 'int', default: 10000, min: 1, doc: 'Most events in one group commit.' },
   quarantineMaxBytes: { flag: 'quarantine-max-bytes', env: 'BUCKETMETER_QUARANTINE_MAX_BYTES', kind: 'int', default: 1 * MiB, min: 1024, doc: 'Most bytes of one rejected input kept in quarantine (the rest is cut, and marked so).' },
   quarantineRetentionDays: { flag: 'quarantine-retention-days', env: 'BUCKETMETER_QUARANTINE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Quarantine entries older than this are deleted (0 = keep for ever).' },
+  quarantineMaxPerDay: { flag: 'quarantine-max-per-day', env: 'BUCKETMETER_QUARANTINE_MAX_PER_DAY', kind: 'int', default: 100000, min: 0, doc: 'Most quarantine entries one tenant may add per UTC day (0 = no limit); past it, inputs that would be quarantined get 429 BM_ERR_QUARANTINE_QUOTA.' },
+  batchReplyMaxRejected: { flag: 'batch-reply-max-rejected', env: 'BUCKETMETER_BATCH_REPLY_MAX_REJECTED', kind: 'int', default: 100, min: 1, doc: 'Most rejected events a batch reply details (the first ones); `rejectedCount` gives them all.' },
   rateLimit: { flag: 'rate-limit', env: 'BUCKETMETER_RATE_LIMIT', kind: 'int', default: 0, min: 0, doc: 'Requests per second allowed per API key (0 = no limit). Over it: 429 + Retry-After.' },
   keyCacheSeconds: { flag: 'key-cache-seconds', env: 'BUCKETMETER_KEY_CACHE_SECONDS', kind: 'int', default: 2, min: 0, doc: 'How long a key lookup is cached; a revoked key stops working within this time.' },
   requestTimeoutMs: { flag: 'request-timeout-ms', env: 'BUCKETMETER_REQUEST_TIMEOUT_MS', kind: 'int', default: 30000, min: 1000, doc: 'A request (headers and body) must arrive within this time.' },
+  accessLog: { flag: 'access-log', env: 'BUCKETMETER_ACCESS_LOG', kind: 'bool', default: false, doc: 'One log line per request: method, route, status, tenant, duration, bytes in and out (never a key).' },
   logLevel: { flag: 'log-level', env: 'LOG_LEVEL', kind: 'string', default: 'info', doc: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
 } as const satisfies Record<string, Setting>;
 
@@ -56,9 +61,14 @@ export class ConfigError extends Error {
 }
 
 /** Flags for node:util parseArgs, derived from SETTINGS. */
-export function settingFlags(): Record<string, { type: 'string' }> {
-  return Object.fromEntries(Object.values(SETTINGS).map((s) => [s.flag, { type: 'string' as const }]));
+export function settingFlags(): Record<string, { type: 'string' | 'boolean' }> {
+  return Object.fromEntries(Object.values(SETTINGS).map((s: Setting) => [s.flag, { type: s.kind === 'bool' ? ('boolean' as const) : ('string' as const) }]));
 }
+
+const BOOLEANS: Record<string, boolean> = { '1': true, true: true, yes: true, on: true, '0': false, false: false, no: false, off: false };
+
+/** A host name as RFC 1123 allows it (labels of letters, digits and inner hyphens), or an IP address. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*\.?$/i;
 
 /** Resolves every setting: flag, else environment variable, else default. */
 export function loadConfig(flags: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): Config {
@@ -66,6 +76,10 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   const out: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(SETTINGS) as [SettingName, Setting][]) {
     const flagValue = flags[s.flag];
+    if (typeof flagValue === 'boolean') {
+      out[name] = flagValue;
+      continue;
+    }
     const raw = typeof flagValue === 'string' ? flagValue : env[s.env];
     if (raw === undefined || raw === '') {
       out[name] = s.default;
@@ -73,11 +87,19 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
     }
     if (s.kind === 'int') {
       const n = Number(raw);
-      if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || (s.min !== undefined && n < s.min)) {
-        problems.push(`--${s.flag} / ${s.env}: expected an integer${s.min !== undefined ? ` >= ${s.min}` : ''}, got "${raw}"`);
+      if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || (s.min !== undefined && n < s.min) || (s.max !== undefined && n > s.max)) {
+        const range = s.max !== undefined ? ` from ${s.min ?? 0} to ${s.max}` : s.min !== undefined ? ` >= ${s.min}` : '';
+        problems.push(`--${s.flag} / ${s.env}: expected an integer${range}, got "${raw}"`);
         continue;
       }
       out[name] = n;
+    } else if (s.kind === 'bool') {
+      const value = BOOLEANS[raw.trim().toLowerCase()];
+      if (value === undefined) {
+        problems.push(`--${s.flag} / ${s.env}: expected true or false (1/0, yes/no, on/off), got "${raw}"`);
+        continue;
+      }
+      out[name] = value;
     } else {
       out[name] = raw;
     }
@@ -91,6 +113,9 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   }
   if (config.workers > 1 && config.databaseUrl === undefined) {
     problems.push('--workers above 1 needs PostgreSQL (--database-url): the embedded SQLite store has one writer');
+  }
+  if (!isIP(config.host) && !HOST_NAME.test(config.host)) {
+    problems.push(`--host / HOST: expected an IP address or a host name, got "${config.host}"`);
   }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     problems.push(`--log-level / LOG_LEVEL: expected fatal|error|warn|info|debug|trace|silent, got "${config.logLevel}"`);

@@ -2,8 +2,8 @@
  * Assembles a running node from its configuration: store → committer → ingest service → HTTP server.
  * Everything is built once here and handed down; nothing below reaches back up.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
@@ -16,6 +16,7 @@ import { createEventValidator } from './events/validate.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { IngestService } from './ingest/service.js';
+import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
@@ -27,15 +28,34 @@ export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
   }, pino.destination({ dest: destination, sync: true }));
 }
 
-export async function openStore(config: Config, logger: Logger): Promise<Store> {
+/** Where the embedded database lives. */
+export function sqlitePath(config: Config): string {
+  return resolve(config.dataDir, 'bucketmeter.db');
+}
+
+/**
+ * Opens the configured store. `create: false` (every command but `serve`) refuses to create an
+ * SQLite database that is not there: run from the wrong folder, a command would otherwise make an
+ * empty one and work on it, and the server would not know its keys.
+ */
+export async function openStore(config: Config, logger: Logger, options: { create: boolean } = { create: true }): Promise<Store> {
   if (config.databaseUrl !== undefined) {
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
     return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger });
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
-  mkdirSync(config.dataDir, { recursive: true });
-  return openSqliteStore({ path: join(config.dataDir, 'bucketmeter.db'), logger, maxGroupEvents: config.commitMaxEvents });
+  const path = sqlitePath(config);
+  if (!existsSync(path)) {
+    if (!options.create) {
+      throw new SetupError(`no database at ${path}: give the server's --data-dir (or BUCKETMETER_DATA_DIR), or start \`bucketmeter serve\` once to create it`);
+    }
+    // Owner only: the database holds every tenant's events and keys' hashes. SQLite gives its WAL
+    // and shared-memory files the database file's mode.
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+  }
+  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents });
 }
 
 /** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */

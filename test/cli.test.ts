@@ -43,7 +43,7 @@ describe('bucketmeter keys', () => {
   it('create prints only the key; list shows ids, never keys; revoke revokes', async () => {
     const dataDir = tempDir();
     const store = ['--data-dir', dataDir];
-    const created = await runCli(['keys', 'create', '--tenant', 'acme', ...store]);
+    const created = await runCli(['keys', 'create', '--init', '--tenant', 'acme', ...store]);
     assert.equal(created.code, 0, created.stderr);
     const key = created.stdout.trim();
     assert.match(key, KEY_PATTERN);

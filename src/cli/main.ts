@@ -3,26 +3,21 @@
  * settings (flags or environment) pick SQLite or PostgreSQL.
  */
 import cluster from 'node:cluster';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateKey } from '../auth/keys.js';
+import { tenantNameProblem } from '../auth/tenant-name.js';
 import type { Config } from '../config.js';
 import { ConfigError, loadConfig, settingFlags } from '../config.js';
 import { createEventValidator } from '../events/validate.js';
 import { isoSeconds } from '../http/routes/events.js';
 import { replayQuarantine } from '../quarantine/replay.js';
 import { bootstrapKey, createLogger, openStore, startNode } from '../runtime.js';
+import { setupMessage } from '../setup-error.js';
 import type { QuarantineEntry, Store } from '../store/types.js';
-
-const USAGE = `usage:
-  bucketmeter serve [--port N] [--host H] [--data-dir DIR | --database-url URL] [--workers N] [...]
-  bucketmeter keys create --tenant NAME      prints only the new key (shown once)
-  bucketmeter keys list
-  bucketmeter keys revoke ID
-  bucketmeter quarantine list [--tenant NAME] [--all] [--limit N]
-  bucketmeter quarantine show ID
-  bucketmeter quarantine export [--tenant NAME] [--all]   NDJSON on stdout
-  bucketmeter quarantine replay [--tenant NAME]
-Every setting also has an environment variable; see README "Configuration".`;
+import { helpFor, USAGE } from './help.js';
+import { preflight } from './preflight.js';
+import { terminalSafe, terminalSafeJson } from './terminal-safe.js';
 
 class UsageError extends Error {}
 
@@ -30,28 +25,52 @@ export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { ...settingFlags(), tenant: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      ...settingFlags(),
+      tenant: { type: 'string' },
+      all: { type: 'boolean' },
+      limit: { type: 'string' },
+      'oldest-first': { type: 'boolean' },
+      init: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
   });
   const [command, sub, arg] = positionals;
-  if (values.help || command === undefined) {
-    process.stdout.write(USAGE + '\n');
-    return command === undefined && !values.help ? 2 : 0;
+  if (values.version) {
+    process.stdout.write(`bucketmeter ${packageVersion()}\n`);
+    return 0;
   }
+  if (values.help) {
+    process.stdout.write(helpFor(positionals) + '\n');
+    return 0;
+  }
+  if (command === undefined) {
+    process.stdout.write(USAGE + '\n');
+    return 2;
+  }
+  if (!['serve', 'keys', 'quarantine'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   const config = loadConfig(values, process.env);
+  const tenantProblem = command === 'keys' && sub === 'create' && values.tenant !== undefined ? tenantNameProblem(values.tenant) : undefined;
+  if (tenantProblem !== undefined) throw new UsageError(tenantProblem);
   switch (command) {
     case 'serve':
       return serve(config);
     case 'keys':
-      return withStore(config, (store) => keys(store, sub, arg, values.tenant));
-    case 'quarantine':
-      return withStore(config, (store) => quarantine(store, config, sub, arg, values));
+      return withStore(config, sub === 'create' && values.init === true, (store) => keys(store, sub, arg, values.tenant));
     default:
-      throw new UsageError(`unknown command "${command}"`);
+      return withStore(config, false, (store) => quarantine(store, config, sub, arg, values));
   }
 }
 
-async function withStore(config: Config, run: (store: Store) => Promise<number>): Promise<number> {
-  const store = await openStore(config, createLogger('warn', 2));
+function packageVersion(): string {
+  // dist/src/cli/main.js → the package's own package.json.
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+async function withStore(config: Config, create: boolean, run: (store: Store) => Promise<number>): Promise<number> {
+  const store = await openStore(config, createLogger('warn', 2), { create });
   try {
     return await run(store);
   } finally {
@@ -60,6 +79,8 @@ async function withStore(config: Config, run: (store: Store) => Promise<number>)
 }
 
 async function serve(config: Config): Promise<number> {
+  // Cluster workers were checked by their primary; their port is the primary's to share.
+  if (cluster.isPrimary) await preflight(config);
   const logger = createLogger(config.logLevel);
   if (config.workers > 1 && cluster.isPrimary) return servePrimary(config, logger);
   const store = await openStore(config, logger);
@@ -120,7 +141,7 @@ async function keys(store: Store, sub: string | undefined, arg: string | undefin
   const now = Math.floor(Date.now() / 1000);
   switch (sub) {
     case 'create': {
-      if (!tenant) throw new UsageError('keys create needs --tenant NAME');
+      if (tenant === undefined) throw new UsageError('keys create needs --tenant NAME');
       const generated = generateKey();
       await store.keys.create({ id: generated.id, tenantName: tenant, hash: generated.hash, createdAt: now });
       process.stdout.write(generated.key + '\n');
@@ -152,18 +173,18 @@ async function keys(store: Store, sub: string | undefined, arg: string | undefin
 async function tenantIdOf(store: Store, name: string | undefined): Promise<number | undefined> {
   if (name === undefined) return undefined;
   const key = (await store.keys.list()).find((k) => k.tenantName === name);
-  if (key === undefined) throw new UsageError(`no tenant named "${name}"`);
+  if (key === undefined) throw new UsageError(`no tenant named ${terminalSafe(JSON.stringify(name))}`);
   return key.tenantId;
 }
 
-async function quarantine(store: Store, config: Config, sub: string | undefined, arg: string | undefined, values: { tenant?: string; all?: boolean; limit?: string }): Promise<number> {
+async function quarantine(store: Store, config: Config, sub: string | undefined, arg: string | undefined, values: { tenant?: string; all?: boolean; limit?: string; 'oldest-first'?: boolean }): Promise<number> {
   const tenantId = await tenantIdOf(store, values.tenant);
   const scope = { includeReplayed: values.all === true, ...(tenantId === undefined ? {} : { tenantId }) };
   switch (sub) {
     case 'list': {
       const limit = values.limit === undefined ? 100 : Number(values.limit);
       if (!Number.isSafeInteger(limit) || limit < 1) throw new UsageError('--limit takes a positive integer');
-      const rows = await store.quarantine.list({ ...scope, limit });
+      const rows = await store.quarantine.list({ ...scope, limit, newestFirst: values['oldest-first'] !== true });
       printTable(
         ['ID', 'RECEIVED', 'TENANT', 'CODE', 'SOURCE', 'INDEX', 'FIRST ERROR'],
         rows.map((q) => [String(q.id), isoSeconds(q.receivedAt), q.tenantName, q.code, q.source, q.index === undefined ? '-' : String(q.index), firstError(q)]),
@@ -176,7 +197,7 @@ async function quarantine(store: Store, config: Config, sub: string | undefined,
         process.stderr.write(`no quarantine entry ${arg ?? ''}\n`);
         return 1;
       }
-      process.stdout.write(JSON.stringify(exportable(entry), null, 2) + '\n');
+      process.stdout.write(terminalSafeJson(JSON.stringify(exportable(entry), null, 2)) + '\n');
       return 0;
     }
     case 'export': {
@@ -184,7 +205,7 @@ async function quarantine(store: Store, config: Config, sub: string | undefined,
       for (;;) {
         const rows = await store.quarantine.list({ ...scope, afterId, limit: 500 });
         if (rows.length === 0) return 0;
-        for (const q of rows) process.stdout.write(JSON.stringify(exportable(q)) + '\n');
+        for (const q of rows) process.stdout.write(terminalSafeJson(JSON.stringify(exportable(q))) + '\n');
         afterId = rows[rows.length - 1]!.id;
       }
     }
@@ -222,7 +243,8 @@ function exportable(q: QuarantineEntry): Record<string, unknown> {
   };
 }
 
-function printTable(head: string[], rows: string[][]): void {
+function printTable(head: string[], unsafeRows: string[][]): void {
+  const rows = unsafeRows.map((row) => row.map(terminalSafe));
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
@@ -234,8 +256,17 @@ export function runCli(): void {
       process.exitCode = code;
     },
     (error: unknown) => {
+      const setup = setupMessage(error);
+      if (setup !== undefined) {
+        process.stderr.write(`bucketmeter: ${setup}\n`);
+        process.exitCode = 1;
+        return;
+      }
       if (error instanceof ConfigError || error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-        process.stderr.write(`bucketmeter: ${(error as Error).message}\n${error instanceof ConfigError ? '' : USAGE + '\n'}`);
+        const hint = error instanceof ConfigError ? '' : ' (see bucketmeter --help)';
+        // parseArgs explains some mistakes over several lines: one line is easier to read in a log.
+        const message = error instanceof ConfigError ? error.message : (error as Error).message.replace(/\n/g, ' ');
+        process.stderr.write(`bucketmeter: ${message}${hint}\n`);
         process.exitCode = 2;
       } else {
         process.stderr.write(`bucketmeter: ${(error as Error).stack ?? String(error)}\n`);

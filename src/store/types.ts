@@ -112,6 +112,8 @@ export interface QuarantineQuery {
   tenantId?: number;
   /** Entries with id greater than this (ascending id order). */
   afterId?: number;
+  /** Descending id order (newest first) instead; `afterId` is then not used. */
+  newestFirst?: boolean;
   limit: number;
   includeReplayed: boolean;
 }
@@ -119,6 +121,8 @@ export interface QuarantineQuery {
 export interface QuarantineStore {
   list(query: QuarantineQuery): Promise<QuarantineEntry[]>;
   get(id: number): Promise<QuarantineEntry | undefined>;
+  /** How many entries this tenant added at or after `since` (replayed ones included). */
+  countSince(tenantId: number, since: number): Promise<number>;
   /** Deletes entries received before `before`; returns how many. */
   purgeBefore(before: number): Promise<number>;
 }

@@ -107,7 +107,8 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
 
 /** Creates a key for `tenant` with the CLI and returns it. */
 export async function createKey(tenant: string, storeArgs: string[]): Promise<string> {
-  const result = await runCli(['keys', 'create', '--tenant', tenant, ...storeArgs]);
+  // --init: a test may create its tenants before the server's first start.
+  const result = await runCli(['keys', 'create', '--init', '--tenant', tenant, ...storeArgs]);
   if (result.code !== 0) throw new Error(`keys create failed: ${result.stderr}`);
   return result.stdout.trim();
 }

@@ -526,8 +526,8 @@ class PostgresQuarantineStore implements QuarantineStore {
       this.pool.query<QuarantineRow>(
         `SELECT ${QUARANTINE_COLUMNS} FROM quarantine q LEFT JOIN tenants t ON t.id = q.tenant_id
          WHERE ($1::integer IS NULL OR q.tenant_id = $1) AND q.id > $2 AND ($3 OR q.replayed_at IS NULL)
-         ORDER BY q.id LIMIT $4`,
-        [query.tenantId ?? null, query.afterId ?? 0, query.includeReplayed, query.limit],
+         ORDER BY q.id${query.newestFirst ? ' DESC' : ''} LIMIT $4`,
+        [query.tenantId ?? null, query.newestFirst ? 0 : (query.afterId ?? 0), query.includeReplayed, query.limit],
       ),
     );
     return rows.map(toQuarantineEntry);
@@ -541,6 +541,17 @@ class PostgresQuarantineStore implements QuarantineStore {
       ),
     );
     return rows[0] === undefined ? undefined : toQuarantineEntry(rows[0]);
+  }
+
+  async countSince(tenantId: number, since: number): Promise<number> {
+    // Ids grow with time: the first id of the period bounds the tenant's index range.
+    const { rows } = await guarded(() =>
+      this.pool.query<{ n: string }>(
+        'SELECT count(*) AS n FROM quarantine WHERE tenant_id = $1 AND id >= (SELECT coalesce(min(id), 9223372036854775807) FROM quarantine WHERE received_at >= $2)',
+        [tenantId, since],
+      ),
+    );
+    return Number(rows[0]!.n);
   }
 
   async purgeBefore(before: number): Promise<number> {

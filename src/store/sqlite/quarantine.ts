@@ -45,9 +45,18 @@ function entry(row: QuarantineRow): QuarantineEntry {
 export class QuarantineReader {
   readonly #get: Statement;
   readonly #lists = new Map<string, Statement>();
+  readonly #countSince: Statement;
 
   constructor(private readonly db: Connection) {
     this.#get = db.prepare(`${SELECT_ENTRY} WHERE q.id = ?`);
+    // Ids grow with time: the first id of the period bounds the tenant's index range, read index-only.
+    this.#countSince = db
+      .prepare('SELECT count(*) FROM quarantine WHERE tenant = ? AND id >= (SELECT coalesce(min(id), 9223372036854775807) FROM quarantine WHERE received_at >= ?)')
+      .pluck();
+  }
+
+  countSince(tenantId: number, since: number): number {
+    return this.#countSince.get(tenantId, since) as number;
   }
 
   get(id: number): QuarantineEntry | undefined {
@@ -57,14 +66,14 @@ export class QuarantineReader {
 
   list(query: QuarantineQuery): QuarantineEntry[] {
     const where = ['q.id > ?'];
-    const params: number[] = [query.afterId ?? 0];
+    const params: number[] = [query.newestFirst ? 0 : (query.afterId ?? 0)];
     if (query.tenantId !== undefined) {
       where.push('q.tenant = ?');
       params.push(query.tenantId);
     }
     if (!query.includeReplayed) where.push('q.replayed_at IS NULL');
     params.push(query.limit);
-    const sql = `${SELECT_ENTRY} WHERE ${where.join(' AND ')} ORDER BY q.id LIMIT ?`;
+    const sql = `${SELECT_ENTRY} WHERE ${where.join(' AND ')} ORDER BY q.id${query.newestFirst ? ' DESC' : ''} LIMIT ?`;
     let statement = this.#lists.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);

@@ -60,6 +60,7 @@ export class SqliteStore implements Store {
     this.quarantine = {
       list: (query: QuarantineQuery) => this.#run<QuarantineEntry[]>('quarantine read', () => quarantine.list(query)),
       get: (id: number) => this.#run('quarantine read', () => quarantine.get(id)),
+      countSince: (tenantId: number, since: number) => this.#run('quarantine read', () => quarantine.countSince(tenantId, since)),
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
     };
