@@ -18,6 +18,7 @@ export const ERRORS = {
   BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
   BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
+  BM_ERR_QUARANTINE_QUOTA: { status: 429, title: 'Quarantine quota exceeded', hint: "This tenant's invalid inputs reached today's quarantine limit (--quarantine-max-per-day): fix the client. Requests without invalid input are still accepted; the quota renews at 00:00 UTC (Retry-After)." },
   BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },
   BM_ERR_OVERLOADED: { status: 503, title: 'Server overloaded', hint: 'The write queue is full; retry after the Retry-After seconds.' },
   BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; retry after the Retry-After seconds. A write the database did not answer may be stored yet: retry with the same eventIds (never stored twice).' },

@@ -15,6 +15,7 @@ import { redactUrl } from './config.js';
 import { createEventValidator } from './events/validate.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
+import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
 import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
@@ -110,7 +111,14 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     },
   });
   const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
-  const ingest = new IngestService({ committer, validator, maxBatchEvents: config.maxBatchEvents, quarantineMaxBytes: config.quarantineMaxBytes });
+  const ingest = new IngestService({
+    committer,
+    validator,
+    maxBatchEvents: config.maxBatchEvents,
+    quarantineMaxBytes: config.quarantineMaxBytes,
+    quota: new QuarantineQuota({ perDay: config.quarantineMaxPerDay, countSince: (tenantId, since) => store.quarantine.countSince(tenantId, since) }),
+    maxRejectedDetailed: config.batchReplyMaxRejected,
+  });
   const app = await buildHttpServer({
     logger,
     store,

@@ -9,12 +9,16 @@ import type { FieldError } from '../events/field-error.js';
 import type { EventValidator } from '../events/validate.js';
 import type { CommitUnit, EventOutcome, EventToStore, QuarantineInput } from '../store/types.js';
 import type { Committer } from './committer.js';
+import type { QuarantineQuota } from './quarantine-quota.js';
 
 export interface IngestOptions {
   committer: Committer;
   validator: EventValidator;
   maxBatchEvents: number;
   quarantineMaxBytes: number;
+  quota: QuarantineQuota;
+  /** Most rejected events a batch reply details; `rejectedCount` counts them all. */
+  maxRejectedDetailed: number;
   /** Unix seconds now; injectable for tests. */
   now?: () => number;
 }
@@ -27,7 +31,10 @@ export interface SingleResult {
 export interface BatchResult {
   accepted: number;
   duplicates: number;
+  /** The first `maxRejectedDetailed` rejected events, by index. */
   rejected: { index: number; errors: FieldError[] }[];
+  /** Every rejected event, detailed or not. */
+  rejectedCount: number;
 }
 
 type Decoded = { ok: true; value: unknown } | { ok: false; code: ErrorCode; errors: FieldError[] };
@@ -65,22 +72,25 @@ export class IngestService {
   }
 
   async ingestBatch(tenantId: number, body: Buffer, source: string): Promise<BatchResult> {
-    const { committed, rejected } = this.submitBatch(tenantId, body, source);
+    const quotaLoaded = this.options.quota.ready(tenantId, this.now());
+    if (quotaLoaded !== undefined) await quotaLoaded;
+    const { committed, rejected, rejectedCount } = this.submitBatch(tenantId, body, source);
     const outcomes = await committed;
     let duplicates = 0;
     for (const o of outcomes) if (o.duplicate) duplicates++;
-    return { accepted: outcomes.length - duplicates, duplicates, rejected };
+    return { accepted: outcomes.length - duplicates, duplicates, rejected, rejectedCount };
   }
 
   /**
    * Decodes, validates and submits a batch. Synchronous up to the submission, so that the decoded
    * body and its events are referenced by nothing that waits for the commit: they can die young.
    */
-  private submitBatch(tenantId: number, body: Buffer, source: string): { committed: Promise<EventOutcome[]>; rejected: BatchResult['rejected'] } {
+  private submitBatch(tenantId: number, body: Buffer, source: string): { committed: Promise<EventOutcome[]>; rejected: BatchResult['rejected']; rejectedCount: number } {
     const receivedAt = this.now();
     const refuse = (code: ErrorCode, errors: FieldError[], extra?: Record<string, unknown>) => ({
       committed: this.reject(tenantId, receivedAt, source, code, errors, body, extra),
       rejected: [],
+      rejectedCount: 0,
     });
     const decoded = decodeJson(body);
     if (!decoded.ok) return refuse(decoded.code, decoded.errors);
@@ -94,6 +104,7 @@ export class IngestService {
     const events: EventToStore[] = [];
     const quarantine: QuarantineInput[] = [];
     const rejected: BatchResult['rejected'] = [];
+    const { maxRejectedDetailed } = this.options;
     let bodyKeptAt: number | undefined;
     for (let index = 0; index < value.length; index++) {
       const item: unknown = value[index];
@@ -102,7 +113,7 @@ export class IngestService {
         events.push({ tenantId, receivedAt, event: result.event });
         continue;
       }
-      rejected.push({ index, errors: result.errors });
+      if (rejected.length < maxRejectedDetailed) rejected.push({ index, errors: result.errors });
       let kept = serializeItem(item);
       if (kept === undefined) {
         // Too deeply nested to serialize again: keep the raw body it came in, once per request.
@@ -111,8 +122,10 @@ export class IngestService {
       }
       quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, kept, index));
     }
+    // Throws before anything is submitted: a refused batch stores nothing.
+    this.options.quota.take(tenantId, quarantine.length, receivedAt);
     const committed = events.length + quarantine.length > 0 ? this.options.committer.submit({ events, quarantine }) : Promise.resolve([]);
-    return { committed, rejected };
+    return { committed, rejected, rejectedCount: quarantine.length };
   }
 
   /**
@@ -124,6 +137,9 @@ export class IngestService {
   }
 
   private async reject(tenantId: number, receivedAt: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
+    const quotaLoaded = this.options.quota.ready(tenantId, receivedAt);
+    if (quotaLoaded !== undefined) await quotaLoaded;
+    this.options.quota.take(tenantId, 1, receivedAt);
     const unit: CommitUnit = { events: [], quarantine: [this.quarantineEntry(tenantId, receivedAt, source, code, errors, body)] };
     await this.options.committer.submit(unit);
     throw new BmError(code, errors[0]?.message, { errors, ...extra });

@@ -484,6 +484,22 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         assert.deepEqual(withReplayed.map((e) => [e.id, e.replayedAt]), [[q1!.id, T0 + 50], [q2!.id, null]]);
       });
 
+      test('newestFirst lists in descending id order; countSince counts one tenant from a time on', async (store) => {
+        const a = await newTenant(store);
+        const b = await newTenant(store);
+        // A period no other test writes into, later than any earlier run's (the count assumes that
+        // ids grow with receipt time, as the server's clock makes them).
+        const since = 3_000_000_000 + (Date.now() - 1_700_000_000_000);
+        await store.commit(unit([], [input(a.tenantId, since - 10)]));
+        await store.commit(unit([], [input(a.tenantId, since), input(b.tenantId, since), input(a.tenantId, since + 1)]));
+        const newest = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true, newestFirst: true });
+        assert.deepEqual(newest.map((e) => e.receivedAt), [since + 1, since, since - 10]);
+        assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 2, includeReplayed: true, newestFirst: true })).map((e) => e.receivedAt), [since + 1, since]);
+        assert.equal(await store.quarantine.countSince(a.tenantId, since), 2);
+        assert.equal(await store.quarantine.countSince(b.tenantId, since), 1);
+        assert.equal(await store.quarantine.countSince(a.tenantId, since + 2), 0);
+      });
+
       test('purgeBefore deletes entries received before the time, and counts them', async (store) => {
         const a = await newTenant(store);
         // Far in the past, so that no other test's entries fall between; a run that crashed before

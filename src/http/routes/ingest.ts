@@ -39,6 +39,7 @@ const batchReply = {
           },
         },
       },
+      rejectedCount: { type: 'integer' },
     },
   },
 };
