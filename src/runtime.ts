@@ -131,6 +131,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS),
     limits: { maxBodyBytes: config.maxBodyBytes, quarantineMaxBytes: config.quarantineMaxBytes },
     requestTimeoutMs: config.requestTimeoutMs,
+    accessLog: config.accessLog,
     ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),
   });
 

@@ -15,6 +15,7 @@ import type { ErrorCode } from '../errors.js';
 import type { IngestService } from '../ingest/service.js';
 import type { Store } from '../store/types.js';
 import { InvalidCursorError } from '../store/types.js';
+import { registerAccessLog } from './access-log.js';
 import { readBody } from './body.js';
 import type { BodyLimits } from './body.js';
 import { toProblem } from './problem.js';
@@ -43,6 +44,8 @@ export interface HttpDeps {
   limits: BodyLimits;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
+  /** One log line per request (access-log.ts). */
+  accessLog: boolean;
 }
 
 /** The Expect value Node itself handles (its own test). */
@@ -80,6 +83,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   app.server.on('connect', (_req, socket: Socket) => answerOnSocket(socket, new BmError('BM_ERR_NOT_FOUND', 'CONNECT is not supported.')));
 
   app.decorateRequest('tenant', null as unknown as Tenant);
+  if (deps.accessLog) registerAccessLog(app);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request, payload, done) => {
@@ -121,7 +125,7 @@ function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyRepl
   } else {
     // Refusals, 503s included, come by the thousand under overload or an outage: a line with a stack
     // each would spend the CPU the server lacks. Store failures are logged where commits fail.
-    request.log.debug({ code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request refused');
+    request.log.debug({ code: problem.body.code, method: request.method, url: request.routeOptions.url, tenant: request.tenant?.name ?? null }, 'request refused');
   }
   if (problem.status === 408) reply.header('connection', 'close');
   else if (problem.status === 413 && !request.raw.complete) discardRestOfBody(request, reply);
