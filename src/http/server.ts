@@ -17,6 +17,7 @@ import type { Store } from '../store/types.js';
 import { InvalidCursorError } from '../store/types.js';
 import { registerAccessLog } from './access-log.js';
 import { readBody } from './body.js';
+import { continueAfterChecks } from './continue.js';
 import type { BodyLimits } from './body.js';
 import { toProblem } from './problem.js';
 import { eventsRoutes } from './routes/events.js';
@@ -79,6 +80,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   const app = Fastify(options) as unknown as FastifyInstance;
   // Node answers an unknown Expect with an empty 417; the onRequest hook answers it.
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+  continueAfterChecks(app);
   // Node closes a CONNECT request's socket without a word when nothing listens for it.
   app.server.on('connect', (_req, socket: Socket) => answerOnSocket(socket, new BmError('BM_ERR_NOT_FOUND', 'CONNECT is not supported.')));
 
