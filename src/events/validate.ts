@@ -15,6 +15,7 @@ import {
   isActionName,
 } from './catalogue.js';
 import type { ActionName, CommonFieldName, EventRecord, FieldName } from './catalogue.js';
+import { inexactNumberError } from './exact-number.js';
 import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
 import type { FieldError } from './field-error.js';
 import { OBJECT_MEMBERS, checkCommonSchema, checkKindSchema } from './schemas.js';
@@ -199,6 +200,11 @@ function collectExtra(
         received: describeReceived(value),
       });
     } else if (value !== undefined) {
+      const inexact = inexactNumberError(value, `/${pointerToken(key)}`);
+      if (inexact !== undefined) {
+        errors.push(inexact);
+        continue;
+      }
       // `__proto__` is forbidden above, so this assignment cannot reach a prototype.
       (extra ??= {})[key] = value;
     }

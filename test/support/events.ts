@@ -198,10 +198,17 @@ const NAMED = new Set<string>([
   'prototype',
 ]);
 
+/** No integer a double cannot hold exactly (beyond ±2^53): the server refuses those (exact-number.ts). */
+const exactNumbers = (value: unknown): boolean =>
+  typeof value === 'number' ? !Number.isInteger(value) || Number.isSafeInteger(value)
+  : Array.isArray(value) ? value.every(exactNumbers)
+  : typeof value === 'object' && value !== null ? Object.values(value).every(exactNumbers)
+  : true;
+
 /** Unknown top-level fields, which must come back unchanged in `extra`. */
 const extraFields = fc.dictionary(
   fc.string({ minLength: 1, maxLength: 12 }).filter((name) => !NAMED.has(name)),
-  fc.jsonValue({ maxDepth: 3 }),
+  fc.jsonValue({ maxDepth: 3 }).filter(exactNumbers),
   { maxKeys: 4, noNullPrototype: true },
 );
 
