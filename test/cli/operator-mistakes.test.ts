@@ -97,6 +97,11 @@ describe('operator mistakes, serve', () => {
     assertOneLine(unresolved, /--host no-such-host\.invalid does not resolve/);
   });
 
+  it('a database that cannot be reached', async () => {
+    // Port 1 on loopback: nothing listens there.
+    assertOneLine(await runCli(['keys', 'list', '--database-url', 'postgres://postgres@127.0.0.1:1/none']), /ECONNREFUSED/);
+  });
+
   it('an unknown flag or command', async () => {
     assertOneLine(await runCli(['serve', '--prot', '8080']), /--prot/);
     assertOneLine(await runCli(['sevre']), /unknown command "sevre"/);
