@@ -281,19 +281,22 @@ export class BucketmeterClient {
 
   /** Counts the batch reply; rejected events go to onError with the event and the server's field errors. */
   private settle(lines: string[], body: string): void {
-    let reply: { accepted?: number; duplicates?: number; rejected?: { index: number; errors: FieldError[] }[] };
+    let reply: { accepted?: number; duplicates?: number; rejected?: { index: number; errors: FieldError[] }[]; rejectedCount?: number };
     try {
       reply = JSON.parse(body) as typeof reply;
     } catch {
       reply = { accepted: lines.length };
     }
     const rejected = reply.rejected ?? [];
-    this.counts.sent += lines.length - rejected.length;
+    // The server details the first rejections only (--batch-reply-max-rejected) and counts them all.
+    const rejectedCount = reply.rejectedCount ?? rejected.length;
+    this.counts.sent += lines.length - rejectedCount;
     this.counts.duplicates += reply.duplicates ?? 0;
-    if (rejected.length === 0) return;
-    this.counts.rejected += rejected.length;
+    if (rejectedCount === 0) return;
+    this.counts.rejected += rejectedCount;
     const events = rejected.map((r) => ({ event: JSON.parse(lines[r.index] ?? 'null') as MeterEvent, errors: r.errors }));
-    this.report({ kind: 'rejected', message: `bucketmeter: ${rejected.length} events rejected by the server (not retried)`, events });
+    const detailed = rejectedCount > rejected.length ? `; the first ${rejected.length} detailed` : '';
+    this.report({ kind: 'rejected', message: `bucketmeter: ${rejectedCount} events rejected by the server (not retried)${detailed}`, events });
   }
 
   private async refreshBatchSize(): Promise<void> {
