@@ -158,6 +158,14 @@ export class InvalidCursorError extends Error {
   override readonly name = 'InvalidCursorError';
 }
 
+/**
+ * Thrown by a read that ran past its time budget: it was stopped, and nothing of it is returned.
+ * A client error in effect (the query is too wide for one request), answered with its own code.
+ */
+export class ReadTimeoutError extends Error {
+  override readonly name = 'ReadTimeoutError';
+}
+
 /** One numbered schema step of a backend (each backend keeps its own list in `<backend>/migrations.ts`). */
 export interface Migration {
   version: number;
