@@ -37,21 +37,44 @@ const C_REST = FIXED_COLUMNS.length + F_REST;
 
 type Row = (number | string | null)[];
 
-/** Index entries per step when filters may skip rows: a few milliseconds of reading between budget checks. */
-const STEP_ROWS = 2000;
+/**
+ * Index entries per step when filters may skip rows: a few milliseconds of reading between budget
+ * checks. The step's end is found in the index alone; only the rows that match are read out.
+ */
+const STEP_ROWS = 5000;
 /** Past every timestamp and seq a row can hold (both are exact integers in a double). */
 const END = Number.MAX_SAFE_INTEGER;
 
-// Arrival order: the (tenant, seq) index, read backwards from the position.
-const SEQ_STEP = `SELECT ${COLUMNS} FROM events INDEXED BY events_tenant_seq
-  WHERE tenant = ? AND seq < ? ORDER BY seq DESC LIMIT ?`;
-// A time range: the (tenant, timestamp, seq) index, newest timestamp first, read backwards from the position.
-const RANGE_STEP = `SELECT ${COLUMNS} FROM events INDEXED BY events_tenant_time
-  WHERE tenant = ? AND timestamp >= ? AND timestamp < ? AND (timestamp, seq) < (?, ?) ORDER BY timestamp DESC, seq DESC LIMIT ?`;
+/**
+ * Where a walk reads, below the position: arrival order on the (tenant, seq) index, or a time range
+ * on the (tenant, timestamp, seq) index, newest timestamp first. The range's end is the first
+ * position, (to, 0), and a bounded step's start is its edge, not `from`: SQLite bounds the index by
+ * the row values only when no plain timestamp bound competes (else each step would read again to
+ * the range's far end).
+ */
+const WALKS = {
+  seq: { index: 'events_tenant_seq', below: 'seq < ?', start: [], atOrAbove: 'seq >= ?', order: 'seq DESC' },
+  range: { index: 'events_tenant_time', below: '(timestamp, rowid) < (?, ?)', start: ['timestamp >= ?'], atOrAbove: '(timestamp, rowid) >= (?, ?)', order: 'timestamp DESC, seq DESC' },
+} as const;
+
+type Walk = keyof typeof WALKS;
+
+/** The rows below the position, filtered, down to the step's edge when `bounded`, else to the start. */
+export function pageSql(walk: Walk, filters: readonly string[], bounded: boolean): string {
+  const w = WALKS[walk];
+  const where = ['tenant = ?', w.below, ...(bounded ? [w.atOrAbove] : w.start), ...filters].join(' AND ');
+  return `SELECT ${COLUMNS} FROM events INDEXED BY ${w.index} WHERE ${where} ORDER BY ${w.order} LIMIT ?`;
+}
+
+/** The position of the step's last index entry below the position (`OFFSET` step - 1), from the index alone. */
+export function edgeSql(walk: Walk): string {
+  const w = WALKS[walk];
+  const where = ['tenant = ?', w.below, ...w.start].join(' AND ');
+  return `SELECT timestamp, seq FROM events INDEXED BY ${w.index} WHERE ${where} ORDER BY ${w.order} LIMIT 1 OFFSET ?`;
+}
 
 export class EventReader {
-  readonly #seqStep: Statement;
-  readonly #rangeStep: Statement;
+  readonly #statements = new Map<string, Statement>();
   readonly #dictValue: Statement;
   readonly #dictId: Statement;
   readonly #objectKey: Statement;
@@ -60,11 +83,9 @@ export class EventReader {
   readonly #dict = new Map<number, string>();
 
   constructor(
-    db: Connection,
+    private readonly db: Connection,
     private readonly stepRows = STEP_ROWS,
   ) {
-    this.#seqStep = db.prepare(SEQ_STEP).raw();
-    this.#rangeStep = db.prepare(RANGE_STEP).raw();
     this.#dictValue = db.prepare('SELECT value FROM dict WHERE id = ?').pluck();
     this.#dictId = db.prepare('SELECT id FROM dict WHERE value = ?').pluck();
     this.#objectKey = db.prepare('SELECT value FROM object_keys WHERE id = ?').pluck();
@@ -77,35 +98,39 @@ export class EventReader {
     }
     const ranged = query.from !== undefined || query.to !== undefined;
     const from = query.from ?? -END;
-    const to = query.to ?? END;
-    let position: Position = query.cursor === undefined ? { timestamp: ranged ? to : null, seq: 0 } : this.#seal.open(tenantId, query.cursor);
+    let position: Position = query.cursor === undefined ? { timestamp: ranged ? (query.to ?? END) : null, seq: 0 } : this.#seal.open(tenantId, query.cursor);
     if ((position.timestamp !== null) !== ranged) {
       throw new InvalidCursorError(`cursor is from a listing ${ranged ? 'without' : 'with'} from/to`);
     }
     if (query.cursor === undefined && !ranged) position.seq = END;
-    let action: number | undefined;
+    const filters: string[] = [];
+    const values: number[] = [];
     if (query.action !== undefined) {
       if (!isActionName(query.action)) throw new RangeError(`unknown action ${String(query.action)}`);
-      action = KINDS[query.action].code;
+      filters.push('action = ?');
+      values.push(KINDS[query.action].code);
     }
-    // A value no tenant stored reads exactly like one only other tenants stored (id -1 matches no
-    // row): what a query costs and answers must not tell whether another tenant uses a value.
-    const customer = query.customerId === undefined ? undefined : ((this.#dictId.get(query.customerId) as number | undefined) ?? -1);
+    if (query.customerId !== undefined) {
+      // A value no tenant stored reads exactly like one only other tenants stored (id -1 matches no
+      // row): what a query costs and answers must not tell whether another tenant uses a value.
+      filters.push('customer = ?');
+      values.push((this.#dictId.get(query.customerId) as number | undefined) ?? -1);
+    }
+    const walk = ranged ? 'range' : 'seq';
+    const below = (p: Position): number[] => (ranged ? [p.timestamp!, p.seq] : [p.seq]);
+    const start = ranged ? [from] : [];
     // One row more than asked tells whether there is a next page.
     const want = query.limit + 1;
-    const step = action === undefined && customer === undefined ? want : this.stepRows;
     const rows: Row[] = [];
     for (;;) {
-      const batch = (ranged
-        ? this.#rangeStep.all(tenantId, from, to, position.timestamp, position.seq, step)
-        : this.#seqStep.all(tenantId, position.seq, step)) as Row[];
-      for (const row of batch) {
-        if ((action === undefined || row[C_ACTION] === action) && (customer === undefined || row[C_CUSTOMER] === customer)) {
-          if (rows.push(row) === want) break;
-        }
-      }
-      if (rows.length === want || batch.length < step) break;
-      position = positionOf(batch.at(-1)!, ranged);
+      // Unfiltered, every entry read is a row returned: no step needed.
+      const edge = filters.length === 0 ? undefined : (this.#statement(edgeSql(walk)).get(tenantId, ...below(position), ...start, this.stepRows - 1) as Row | undefined);
+      const edgePosition: Position | undefined = edge === undefined ? undefined : { timestamp: ranged ? (edge[0] as number) : null, seq: edge[1] as number };
+      const page = this.#statement(pageSql(walk, filters, edge !== undefined));
+      const lower = edgePosition === undefined ? start : below(edgePosition);
+      for (const row of page.all(tenantId, ...below(position), ...lower, ...values, want - rows.length) as Row[]) rows.push(row);
+      if (rows.length === want || edgePosition === undefined) break;
+      position = edgePosition;
       budget.check();
     }
     const more = rows.length > query.limit;
@@ -141,6 +166,15 @@ export class EventReader {
     // Rows stored before per-tenant numbering (migration 3) have no tseq: their id is their seq.
     const eventId = (row[C_EVENT_ID] as string | null) ?? serverEventId((row[C_TSEQ] as number | null) ?? seq);
     return Object.assign(event, { eventId, receivedAt: timestamp + (row[C_RECEIVED_AFTER] as number) });
+  }
+
+  #statement(sql: string): Statement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql).raw();
+      this.#statements.set(sql, statement);
+    }
+    return statement;
   }
 
   #objectKeyValue(id: number): string {
