@@ -161,3 +161,41 @@ describe('SQLite fairness and isolation (issue 11)', () => {
     });
   });
 });
+
+describe('SQLite migration 3 upgrades a database made before it', () => {
+  it('keeps the ids, cursor-free listing and object keys of stored events; new ids continue above them per tenant', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bm-upgrade-'));
+    const path = join(dir, 'old.db');
+    try {
+      // A version-2 database as the earlier release left it: global seqs 1..5, keys under the old hash.
+      const db = openConnection(path, 1000);
+      migrate(db, MIGRATIONS.slice(0, 2), () => T0);
+      db.exec(`INSERT INTO tenants (id, name, created_at) VALUES (1, 'a', ${T0}), (2, 'b', ${T0});
+        INSERT INTO dict (id, value) VALUES (1, 'aws'), (2, 'b');
+        UPDATE counters SET value = 5 WHERE name = 'event_seq';`);
+      db.prepare('INSERT INTO object_keys (id, value) VALUES (?, ?)').run(oldObjectKeyHash('old/key'), 'old/key');
+      const insert = db.prepare(`INSERT INTO events (seq, tenant, timestamp, received_after, action, provider, bucket, object_key, bytes, billable)
+        VALUES (?, ?, ${T0}, 0, 1, 1, 2, ${oldObjectKeyHash('old/key')}, 1, 1)`);
+      for (const [seq, tenant] of [[1, 1], [2, 2], [3, 1], [4, 2], [5, 2]]) insert.run(seq, tenant);
+      db.close();
+
+      const store = await openSqliteStore({ path });
+      try {
+        const before = (await listAll(store, 1)).map((e) => [e.eventId, e.objectKey]);
+        assert.deepEqual(before, [['bm-0000000000003', 'old/key'], ['bm-0000000000001', 'old/key']]);
+        const fresh = await newTenant(store);
+        const outcomes = await store.commit({
+          events: [1, 2, 1, fresh.tenantId].map((tenantId) => ({ tenantId, receivedAt: T0, event: getObject(T0, { objectKey: 'old/key' }) })),
+          quarantine: [],
+        });
+        // Tenants 1 and 2 continue above every seq handed out before (5); a new tenant starts at 1.
+        assert.deepEqual(outcomes.map((o) => o.eventId), ['bm-0000000000006', 'bm-0000000000006', 'bm-0000000000007', 'bm-0000000000001']);
+        assert.deepEqual((await listAll(store, 1)).map((e) => [e.eventId, e.objectKey]), [['bm-0000000000007', 'old/key'], ['bm-0000000000006', 'old/key'], ...before]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
