@@ -1,7 +1,8 @@
 /**
  * The main thread's side of the reader threads: named reads (reads.ts) run there, each within a time
- * budget. Waiting reads are served one tenant at a time in turn, so a tenant that sends many heavy
- * reads waits behind its own reads, not others'. A read still running well past its budget (one
+ * budget. Waiting reads are served one tenant at a time in turn, and one tenant's reads hold at most
+ * all threads but one, so a tenant that sends many heavy reads waits behind its own reads, and
+ * another tenant's read finds a thread free. A read still running well past its budget (one
  * step that never ends) has its thread stopped and replaced.
  */
 import { Worker } from 'node:worker_threads';
@@ -30,6 +31,9 @@ export class ReaderPool {
   /** Waiting jobs per tenant, and the tenants with waiting jobs in the order they are served. */
   readonly #waiting = new Map<number, Job[]>();
   readonly #turns: number[] = [];
+  /** Reads running per tenant, each at most #perTenant. */
+  readonly #running = new Map<number, number>();
+  readonly #perTenant: number;
   #nextId = 1;
   #closed = false;
 
@@ -38,6 +42,7 @@ export class ReaderPool {
     size: number,
     private readonly workerUrl = new URL('./reader-worker.js', import.meta.url),
   ) {
+    this.#perTenant = Math.max(1, size - 1);
     for (let i = 0; i < size; i++) this.#threads.push(this.#spawn());
   }
 
@@ -77,6 +82,7 @@ export class ReaderPool {
       const job = this.#next();
       if (job === undefined) return;
       thread.job = job;
+      this.#running.set(job.tenant, (this.#running.get(job.tenant) ?? 0) + 1);
       thread.worker.ref();
       thread.worker.postMessage(job.request);
       const wait = Math.max(0, job.request.deadline - epochNow()) + STOP_GRACE_MS;
@@ -84,16 +90,25 @@ export class ReaderPool {
     }
   }
 
-  /** The next waiting job, the tenants taking turns; jobs already past their deadline are refused. */
+  /**
+   * The next waiting job, the tenants taking turns (a tenant at its share of threads waits its
+   * turn); jobs already past their deadline are refused.
+   */
   #next(): Job | undefined {
-    while (this.#turns.length > 0) {
-      const tenant = this.#turns.shift()!;
+    for (let i = 0; i < this.#turns.length; ) {
+      const tenant = this.#turns[i]!;
+      if ((this.#running.get(tenant) ?? 0) >= this.#perTenant) {
+        i++;
+        continue;
+      }
+      this.#turns.splice(i, 1);
       const queue = this.#waiting.get(tenant)!;
       const job = queue.shift()!;
       if (queue.length === 0) this.#waiting.delete(tenant);
       else this.#turns.push(tenant);
       if (job.request.deadline >= epochNow()) return job;
       job.reject(timeout(job.request.budgetMs));
+      i = 0;
     }
     return undefined;
   }
@@ -121,6 +136,12 @@ export class ReaderPool {
   #finish(thread: Thread): void {
     clearTimeout(thread.timer);
     thread.timer = undefined;
+    const tenant = thread.job?.tenant;
+    if (tenant !== undefined) {
+      const running = this.#running.get(tenant)! - 1;
+      if (running === 0) this.#running.delete(tenant);
+      else this.#running.set(tenant, running);
+    }
     thread.job = undefined;
     thread.worker.unref();
   }

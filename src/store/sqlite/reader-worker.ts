@@ -3,6 +3,8 @@
  * that a long read never holds the main event loop. Each read checks its budget between bounded
  * steps and stops with ReadTimeoutError past it.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { InvalidCursorError, ReadTimeoutError } from '../types.js';
@@ -34,6 +36,24 @@ function kindOf(err: unknown): ReadErrorKind {
   return 'error';
 }
 
+/** Nice value of reader threads: above the main thread's 0, so that requests get a busy core first. */
+const READER_NICE = 10;
+
+/**
+ * Reads are background work beside ingestion: on Linux, where a thread has its own nice value (set
+ * through its thread id), this thread yields a contended core to the threads that answer requests
+ * and commit. Elsewhere it runs at the process's priority.
+ */
+function lowerPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, READER_NICE);
+  } catch {
+    // Not Linux, or not allowed: same priority as the rest.
+  }
+}
+
+lowerPriority();
 const port = parentPort!;
 const data = workerData as ReaderData;
 let table: Handlers | undefined;
