@@ -10,7 +10,8 @@ describe('fairness', () => {
     fairnessScenario(t, {
       target: sqliteTarget(),
       noisyHistory: 300_000,
-      measureSeconds: 20,
+      rounds: 4,
+      windowSeconds: 5,
       quietEveryMs: 20,
       noisyReaders: 4,
       noisyBatchEveryMs: 2500,

@@ -21,11 +21,12 @@ export interface FairnessOptions {
   target: StoreTarget;
   /** Events the noisy tenant stores before the measures, for its reads to walk. */
   noisyHistory: number;
-  /** Length of each measure (alone, then beside the noisy tenant). */
-  measureSeconds: number;
+  /** Measuring windows alone and beside the noisy tenant, alternating: how many of each, and how long. */
+  rounds: number;
+  windowSeconds: number;
   /** The quiet tenant's pace: one single event per this many milliseconds, and a page every tenth. */
   quietEveryMs: number;
-  /** Noisy loops of heavy reads, and the pause between colliding-key batches and quarantine floods. */
+  /** Noisy loops of heavy reads, and the time from one colliding-key batch and quarantine flood to the next. */
   noisyReaders: number;
   noisyBatchEveryMs: number;
   maxP99Ratio: number;
@@ -84,37 +85,66 @@ export async function fairnessScenario(t: TestContext, options: FairnessOptions)
     assert.equal(reply.status, 200);
   }
 
-  await quiet(quietPool, quietKey, options, 1);
-  const alone = await quiet(quietPool, quietKey, options, options.measureSeconds);
-
-  let noisy = true;
+  // Alone and beside the noisy tenant in alternating windows, so that a machine whose other load
+  // drifts (a shared CI box) weighs on both measures alike.
+  let noisy = false;
+  let running = true;
+  let inFlight = 0;
   const tally = { collidingBatches: 0, quarantineBatches: 0, reads: 0, readTimeouts: 0, otherFailures: [] as string[] };
-  const keys = collidingKeys(1000 * (Math.ceil((options.measureSeconds * 1000 + 2000) / options.noisyBatchEveryMs) + 1));
+  const keys = collidingKeys(1000 * (Math.ceil((options.rounds * options.windowSeconds * 1000) / options.noisyBatchEveryMs) + options.rounds + 1));
+  let batch = 0;
+  const idle = async () => {
+    while (running && !noisy) await sleep(20);
+  };
   const readers = Array.from({ length: options.noisyReaders }, async (_, r) => {
     // A customer only the quiet tenant stored (the old oracle's probe), and filters that match nothing.
     const queries = ['?customerId=quiet-customer', '?action=PutObject', '?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&customerId=nobody'];
-    for (let n = r; noisy; n++) {
+    for (let n = r; running; n++) {
+      await idle();
+      if (!running) break;
+      inFlight++;
       const reply = await timed(noisyPool, `/v1/events${queries[n % queries.length]}`, noisyKey);
+      inFlight--;
       tally.reads++;
       if (reply.status === 503) tally.readTimeouts++;
       else if (reply.status !== 200) tally.otherFailures.push(`read ${reply.status}`);
     }
   });
   const writer = (async () => {
-    for (let batch = 0; noisy; batch++) {
+    while (running) {
+      await idle();
+      if (!running) break;
       const next = Date.now() + options.noisyBatchEveryMs;
-      const colliding = keys.slice(batch * 1000, (batch + 1) * 1000).map((objectKey) => minimalWireEvent('GetObject', { objectKey }));
+      const colliding = keys.slice(batch * 1000, ++batch * 1000).map((objectKey) => minimalWireEvent('GetObject', { objectKey }));
       const invalid = Array.from({ length: 1000 }, () => ({ action: 'NoSuchAction', timestamp: 'never' }));
+      inFlight++;
       const [a, b] = await Promise.all([timed(noisyPool, '/s3/batch', noisyKey, colliding), timed(noisyPool, '/s3/batch', noisyKey, invalid)]);
+      inFlight--;
       if (a.status === 200) tally.collidingBatches++;
       else tally.otherFailures.push(`colliding batch ${a.status}`);
       if (b.status === 200) tally.quarantineBatches++;
       else tally.otherFailures.push(`quarantine batch ${b.status}`);
-      await sleep(Math.max(0, next - Date.now()));
+      while (running && noisy && Date.now() < next) await sleep(20);
     }
   })();
-  await sleep(1000);
-  const beside = await quiet(quietPool, quietKey, options, options.measureSeconds);
+
+  await quiet(quietPool, quietKey, options, 1);
+  const alone: Measure = { ingest: [], read: [], failures: [] };
+  const beside: Measure = { ingest: [], read: [], failures: [] };
+  const add = (into: Measure, from: Measure) => {
+    into.ingest.push(...from.ingest);
+    into.read.push(...from.read);
+    into.failures.push(...from.failures);
+  };
+  for (let round = 0; round < options.rounds; round++) {
+    noisy = false;
+    while (inFlight > 0) await sleep(20);
+    add(alone, await quiet(quietPool, quietKey, options, options.windowSeconds));
+    noisy = true;
+    await sleep(500);
+    add(beside, await quiet(quietPool, quietKey, options, options.windowSeconds));
+  }
+  running = false;
   noisy = false;
   await Promise.all([...readers, writer]);
 

@@ -37,7 +37,7 @@ function kindOf(err: unknown): ReadErrorKind {
 }
 
 /** Nice value of reader threads: above the main thread's 0, so that requests get a busy core first. */
-const READER_NICE = 10;
+const READER_NICE = 19;
 
 /**
  * Reads are background work beside ingestion: on Linux, where a thread has its own nice value (set
