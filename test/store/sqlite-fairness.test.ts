@@ -129,6 +129,18 @@ describe('SQLite fairness and isolation (issue 11)', () => {
       assert.equal((await store.listEvents(small, { limit: 10 })).events.length, 3);
     });
 
+    it("one tenant's heavy reads leave a reader thread to the others", async () => {
+      const done: string[] = [];
+      const heavy = Array.from({ length: 3 }, (_, i) =>
+        store.listEvents(big, { from: T0, to: T0 + 1000, customerId: 'nobody', limit: 10 }).then(() => void done.push(`big ${i}`)),
+      );
+      await store.listEvents(small, { customerId: 'nobody', limit: 10 });
+      done.push('small');
+      await Promise.all(heavy);
+      // With two threads and first come, first served, the small read would wait for two heavy ones.
+      assert.deepEqual(done.slice(0, 1), ['small'], `finished in this order: ${done.join(', ')}`);
+    });
+
     it("every step reads the tenant's own index, in order, without sorting (a page never re-reads earlier ones)", () => {
       const db = new Database(path, { readonly: true });
       const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array.from({ length: (sql.match(/\?/g) ?? []).length }, () => 1)) as { detail: string }[]).map((r) => r.detail).join('; ');
