@@ -18,7 +18,7 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { MAX_PROBES, ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { ReadBudget } from '../../src/store/sqlite/read-budget.js';
 import { EventReader, edgeSql, pageSql } from '../../src/store/sqlite/read-events.js';
-import { ReadTimeoutError } from '../../src/store/types.js';
+import { InvalidCursorError, ReadTimeoutError } from '../../src/store/types.js';
 import type { EventToStore } from '../../src/store/types.js';
 import { collidingKeys, oldObjectKeyHash } from '../support/colliding-keys.js';
 import { T0, getObject, listAll, newTenant } from './contract.js';
@@ -140,6 +140,20 @@ describe('SQLite fairness and isolation (issue 11)', () => {
       await Promise.all(heavy);
       // With two threads and first come, first served, the small read would wait for two heavy ones.
       assert.deepEqual(done.slice(0, 1), ['small'], `finished in this order: ${done.join(', ')}`);
+    });
+
+    it("cursors are sealed to their tenant: another tenant's, or an altered one, is refused, and none shows a position", async () => {
+      const first = await store.listEvents(small, { limit: 1 });
+      const again = await store.listEvents(small, { limit: 1 });
+      assert.ok(first.nextCursor !== null && again.nextCursor !== null);
+      // The same position sealed twice: nothing in the text stays the same to count with.
+      assert.notEqual(first.nextCursor, again.nextCursor);
+      assert.equal((await store.listEvents(small, { limit: 10, cursor: first.nextCursor })).events.length, 2);
+      await assert.rejects(store.listEvents(big, { limit: 10, cursor: first.nextCursor }), InvalidCursorError);
+      const altered = first.nextCursor.slice(0, 20) + (first.nextCursor[20] === 'A' ? 'B' : 'A') + first.nextCursor.slice(21);
+      await assert.rejects(store.listEvents(small, { limit: 10, cursor: altered }), InvalidCursorError);
+      // A cursor of a listing in arrival order does not continue a time range.
+      await assert.rejects(store.listEvents(small, { limit: 10, from: T0, cursor: first.nextCursor }), InvalidCursorError);
     });
 
     it("every step reads the tenant's own index, in order, without sorting (a page never re-reads earlier ones)", () => {
