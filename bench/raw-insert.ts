@@ -24,7 +24,7 @@ import { KINDS } from '../src/events/catalogue.js';
 import type { EventRecord } from '../src/events/catalogue.js';
 import { createEventValidator } from '../src/events/validate.js';
 import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
-import { ObjectKeyIds, prepareObjectKeys } from '../src/store/sqlite/object-keys.js';
+import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../src/store/sqlite/object-keys.js';
 import type { CommitUnit, Store } from '../src/store/types.js';
 import { batchBodies, eventIdSource } from './mix.js';
 import { pinMainThreadOnly } from './proc.js';
@@ -103,7 +103,7 @@ async function sqlite(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIn
   // Object keys live in their own table, ids chosen by the product's own scheme: stored before the
   // clock starts, like the dictionary, so that only the events inserts are timed.
   const keyStatements = prepareObjectKeys(db);
-  const keyIds = new ObjectKeyIds();
+  const keyIds = new ObjectKeyIds(objectKeyHash(db));
   const keyId = new Map<string, number>();
   db.transaction(() => {
     for (const { objectKey } of events) if (objectKey !== undefined && !keyId.has(objectKey)) keyId.set(objectKey, keyIds.id(keyStatements, objectKey, []));

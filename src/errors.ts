@@ -17,6 +17,7 @@ export const ERRORS = {
   BM_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', hint: 'Send Content-Type: application/json.' },
   BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
   BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
+  BM_ERR_QUERY_TIMEOUT: { status: 503, title: 'Query took too long', hint: 'The read was stopped at its time budget (time spent waiting for a reader included). Narrow it (a from/to range, a smaller limit) or retry later.' },
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
   BM_ERR_QUARANTINE_QUOTA: { status: 429, title: 'Quarantine quota exceeded', hint: "This tenant's invalid inputs reached today's quarantine limit (--quarantine-max-per-day): fix the client. Requests without invalid input are still accepted; the quota renews at 00:00 UTC (Retry-After)." },
   BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },

@@ -41,8 +41,9 @@ export interface CommitUnit {
 /**
  * Outcome of one event of a unit, in the order of `unit.events`. `duplicate` means an event with the
  * same (tenant, eventId) is already stored (earlier, or earlier in the same unit).
- * Events without a client eventId are always stored and get a server-assigned, time-ordered id
- * (SERVER_EVENT_ID_PREFIX + a fixed-width encoding of a never-reused sequence number).
+ * Events without a client eventId are always stored and get a server-assigned id that increases with
+ * arrival within the tenant (SERVER_EVENT_ID_PREFIX + a fixed-width encoding of a never-reused number
+ * of the tenant's own sequence: it tells nothing of other tenants' events).
  */
 export interface EventOutcome {
   eventId: string;
@@ -63,12 +64,12 @@ export interface EventQuery {
   to?: number;
   /** 1..1000 */
   limit: number;
-  /** Opaque cursor from a previous page's nextCursor. */
+  /** Opaque cursor from a previous page's nextCursor (of the same tenant, with or without from/to alike). */
   cursor?: string;
 }
 
 export interface EventPage {
-  /** Newest first (by arrival order). */
+  /** Newest first: by arrival order; with `from` or `to`, by event timestamp, then arrival. */
   events: StoredEvent[];
   nextCursor: string | null;
 }
@@ -160,6 +161,14 @@ export function serverEventId(seq: number | bigint): string {
 /** Thrown by listEvents when the cursor was not made by this store (a client error, answered 400). */
 export class InvalidCursorError extends Error {
   override readonly name = 'InvalidCursorError';
+}
+
+/**
+ * Thrown by a read that ran past its time budget: it was stopped, and nothing of it is returned.
+ * A client error in effect (the query is too wide for one request), answered with its own code.
+ */
+export class ReadTimeoutError extends Error {
+  override readonly name = 'ReadTimeoutError';
 }
 
 /** One numbered schema step of a backend (each backend keeps its own list in `<backend>/migrations.ts`). */

@@ -160,7 +160,11 @@ export async function keysScenario(t: TestContext, options: KeysOptions): Promis
     const bPage = await request(`${node(0).url}/v1/events?limit=1`, { key: keys.b });
     const bCursor = bPage.json.nextCursor as string;
     assert.ok(bCursor, "B's first page has a cursor");
-    const queries = ['', '?customerId=cust-b', '?action=GetObject', '?from=1970-01-01T00:00:00Z&to=9999-12-31T23:59:59Z', '?limit=1', `?cursor=${encodeURIComponent(bCursor)}`, '?tenant=tenant-b'];
+    // B's cursor given by A: refused (SQLite seals cursors to their tenant), or a place in A's own events.
+    const withBCursor = await request(`${node(0).url}/v1/events?cursor=${encodeURIComponent(bCursor)}`, { key: keys.a });
+    if (withBCursor.status === 400) assert.equal(withBCursor.json.code, 'BM_ERR_QUERY_INVALID');
+    else assert.deepEqual((withBCursor.json.events as { eventId: string }[]).filter((e) => !aSent.includes(e.eventId)), [], "A sees only its own events (B's cursor)");
+    const queries = ['', '?customerId=cust-b', '?action=GetObject', '?from=1970-01-01T00:00:00Z&to=9999-12-31T23:59:59Z', '?limit=1', '?tenant=tenant-b'];
     for (const [i, query] of queries.entries()) {
       const seen = await visible(node(i), keys.a, query);
       const foreign = seen.filter((id) => !aSent.includes(id));

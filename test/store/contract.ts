@@ -114,6 +114,10 @@ export async function listAll(store: Store, tenantId: number, query: Omit<EventQ
 
 const ids = (events: { eventId: string }[]): string[] => events.map((e) => e.eventId);
 
+/** Listing order: newest arrival first (`events` is in that order); with from or to, newest timestamp first, then newest arrival. */
+const byTime = (query: Pick<EventQuery, 'from' | 'to'>, events: StoredEvent[]): StoredEvent[] =>
+  query.from === undefined && query.to === undefined ? events : events.map((e, i) => ({ e, i })).sort((x, y) => y.e.timestamp - x.e.timestamp || x.i - y.i).map(({ e }) => e);
+
 const fieldErrors: FieldError[] = [
   { path: '/bytes', message: 'must be a non-negative integer', expected: 'integer ≥ 0', received: 'string "12"' },
   { path: '', message: 'unknown action', expected: 'one of the catalogue kinds', received: 'string "Unknown"' },
@@ -189,7 +193,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
       assert.deepEqual(Object.keys(listBuckets).sort(), ['action', 'eventId', 'provider', 'receivedAt', 'timestamp']);
     });
 
-    test('server ids are unique and increase with arrival, across units and tenants', async (store) => {
+    test('server ids are unique and increase with arrival within each tenant', async (store) => {
       const a = await newTenant(store);
       const b = await newTenant(store);
       const first = [at(a.tenantId, T0, getObject(T0 + 50)), at(b.tenantId, T0, getObject(T0 + 10)), at(a.tenantId, T0, getObject(T0))];
@@ -200,11 +204,30 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         assert.equal(outcome.duplicate, false);
         assert.ok(outcome.eventId.startsWith(SERVER_EVENT_ID_PREFIX), outcome.eventId);
       }
-      assert.equal(new Set(serverIds).size, serverIds.length);
-      assert.deepEqual([...serverIds].sort(), serverIds, 'string order is arrival order');
+      const ofA = [serverIds[0]!, serverIds[2]!, serverIds[4]!];
+      const ofB = [serverIds[1]!, serverIds[3]!];
+      for (const own of [ofA, ofB]) {
+        assert.equal(new Set(own).size, own.length);
+        assert.deepEqual([...own].sort(), own, 'string order is arrival order');
+      }
       // Newest first by arrival, whatever the event timestamps say.
-      assert.deepEqual(ids((await store.listEvents(a.tenantId, { limit: 10 })).events), [serverIds[4], serverIds[2], serverIds[0]]);
-      assert.deepEqual(ids((await store.listEvents(b.tenantId, { limit: 10 })).events), [serverIds[3], serverIds[1]]);
+      assert.deepEqual(ids((await store.listEvents(a.tenantId, { limit: 10 })).events), [...ofA].reverse());
+      assert.deepEqual(ids((await store.listEvents(b.tenantId, { limit: 10 })).events), [...ofB].reverse());
+    });
+
+    test("server ids tell a tenant nothing of other tenants' traffic", async (store) => {
+      const a = await newTenant(store);
+      const quiet = await newTenant(store);
+      const b = await newTenant(store);
+      const number = (id: string): number => parseInt(id.slice(SERVER_EVENT_ID_PREFIX.length), 36);
+      const one = async (tenantId: number): Promise<number> => number((await store.commit(unit([at(tenantId, T0, getObject(T0))])))[0]!.eventId);
+      const a1 = await one(a.tenantId);
+      const q1 = await one(quiet.tenantId);
+      // Between A's two events, B stores 3,000 events in 3 units; nothing happens between quiet's two.
+      for (let u = 0; u < 3; u++) await store.commit(unit(Array.from({ length: 1000 }, () => at(b.tenantId, T0, getObject(T0)))));
+      const a2 = await one(a.tenantId);
+      const q2 = await one(quiet.tenantId);
+      assert.equal(a2 - a1, q2 - q1, "the step between A's ids is the same with or without B's traffic");
     });
 
     test('a duplicate eventId inside one unit is reported and stored once', async (store) => {
@@ -294,7 +317,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         all = events.map((e, i) => stored(e, outcomes[i]!)).reverse();
       };
       const check = async (store: Store, query: Omit<EventQuery, 'limit'>, keep: (e: StoredEvent) => boolean, atLeast = 1): Promise<void> => {
-        const expected = all.filter(keep);
+        const expected = byTime(query, all.filter(keep));
         assert.ok(expected.length >= atLeast, 'the filter is tested on some events');
         assert.deepEqual(await store.listEvents(tenantId, { ...query, limit: 1000 }), { events: expected, nextCursor: null });
       };
@@ -346,7 +369,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
       assert.deepEqual(ids(await listAll(store, tenantId, {}, 1)), newestFirst);
       const evenIds = newestFirst.filter((_, i) => (22 - i) % 2 === 0);
       assert.deepEqual(ids(await listAll(store, tenantId, { customerId: 'even' }, 4)), evenIds);
-      assert.deepEqual(ids(await listAll(store, tenantId, { from: T0 + 1, to: T0 + 4 }, 2)), newestFirst.filter((_, i) => [1, 2, 3].includes((22 - i) % 5)));
+      const inRange = newestFirst.filter((_, i) => [1, 2, 3].includes((22 - i) % 5));
+      // With a time range: newest timestamp first, then newest arrival.
+      const timestampOf = (id: string) => T0 + (newestFirst.length - 1 - newestFirst.indexOf(id)) % 5;
+      const rangeOrder = [...inRange].sort((x, y) => timestampOf(y) - timestampOf(x) || newestFirst.indexOf(x) - newestFirst.indexOf(y));
+      assert.deepEqual(ids(await listAll(store, tenantId, { from: T0 + 1, to: T0 + 4 }, 2)), rangeOrder);
     });
 
     test('the last page has no cursor, also when it is exactly full', async (store) => {

@@ -280,6 +280,32 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
     await closed.stop();
     await assert.rejects(openPostgresStore({ url: `postgres://postgres@127.0.0.1:${port}/x`, connectTimeoutMs: 500 }), StoreUnavailableError);
   });
+  it('migration 3 keeps the ids of events stored before it; new ids continue above them, per tenant', async () => {
+    const { url } = await scratchDatabase();
+    const pool = quietPool(url);
+    try {
+      await migrate(pool, MIGRATIONS.slice(0, 2));
+      await pool.query("INSERT INTO tenants (name) VALUES ('a'), ('b'); INSERT INTO dict (value) VALUES ('aws')");
+      // Global blocks, as before: tenant 1 got seqs 1 and 2001, tenant 2 seq 1001.
+      for (const tenant of [1, 2, 1]) {
+        await pool.query("INSERT INTO events (seq, ts, received_at, tenant_id, provider_id, action) VALUES (nextval('event_seq'), $1, $1, $2, 1, 1)", [NOW, tenant]);
+      }
+    } finally {
+      await pool.end();
+    }
+    const store = await openPostgresStore({ url });
+    try {
+      const ids = async (tenantId: number) => (await store.listEvents(tenantId, { limit: 10 })).events.map((e) => e.eventId);
+      assert.deepEqual(await ids(1), ['bm-00000000001jl', 'bm-0000000000001']);
+      const one = async (tenantId: number) => (await store.commit({ events: [{ ...event(undefined), tenantId }], quarantine: [] }))[0]!.eventId;
+      const [a, b] = [await one(1), await one(2)];
+      // Above every seq handed out before, in both tenants.
+      assert.ok(a > 'bm-00000000001jl' && b > 'bm-00000000001jl', `${a} ${b}`);
+      assert.deepEqual(await ids(1), [a, 'bm-00000000001jl', 'bm-0000000000001']);
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 /** Forwards TCP to PostgreSQL; stop() cuts every connection and refuses new ones, like a network outage. */

@@ -16,6 +16,7 @@ import { openConnection } from '../../src/store/sqlite/connection.js';
 import { SqliteStore, openSqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { ReaderPool } from '../../src/store/sqlite/reader-pool.js';
 import { WriterThread } from '../../src/store/sqlite/writer.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
 import type { CommitUnit, Store } from '../../src/store/types.js';
@@ -192,7 +193,8 @@ describe('sqlite store failures', () => {
     migrate(db, MIGRATIONS, () => T0);
     const warnings: string[] = [];
     const logger = { warn: (_: object, msg: string) => void warnings.push(msg) };
-    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000, maxGroupEvents: 10_000 }, logger, new URL(`file://${script}`)));
+    const readers = new ReaderPool({ path, busyTimeoutMs: 1000 }, 1);
+    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000, maxGroupEvents: 10_000 }, logger, new URL(`file://${script}`)), readers, 2000);
     try {
       const { tenantId } = await newTenant(store);
       writeFileSync(marker, '');

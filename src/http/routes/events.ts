@@ -4,6 +4,7 @@ import { BmError } from '../../errors.js';
 import { isActionName } from '../../events/catalogue.js';
 import type { FieldError } from '../../events/field-error.js';
 import { parseTimestamp } from '../../events/timestamp.js';
+import { ReadTimeoutError } from '../../store/types.js';
 import type { EventQuery, StoredEvent, Store } from '../../store/types.js';
 
 const DEFAULT_LIMIT = 100;
@@ -14,7 +15,9 @@ export function eventsRoutes(store: Store) {
   return async function (app: FastifyInstance): Promise<void> {
     app.get('/v1/events', async (request) => {
       const query = parseQuery(request.query as Record<string, unknown>);
-      const page = await store.listEvents(request.tenant.id, query);
+      const page = await store.listEvents(request.tenant.id, query).catch((err: unknown) => {
+        throw err instanceof ReadTimeoutError ? new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err }) : err;
+      });
       return { events: page.events.map(present), nextCursor: page.nextCursor };
     });
   };

@@ -101,20 +101,23 @@ ids AS (
   RETURNING tenant_id, event_id
 ),
 fresh AS (
-  SELECT i.*, row_number() OVER (ORDER BY i.row) AS n FROM input i
+  SELECT i.*, row_number() OVER (PARTITION BY i.tenant_id ORDER BY i.row) AS n FROM input i
   WHERE i.event_id IS NULL
      OR EXISTS (SELECT 1 FROM ids WHERE ids.tenant_id = i.tenant_id AND ids.event_id = i.event_id COLLATE "C")
 ),
--- Blocks of sequence values, used in unit order, so arrival order holds within a unit too.
+-- Blocks of each tenant's own sequence (migration 3), used in unit order, so arrival order holds
+-- within a unit too.
 seqs AS MATERIALIZED (
-  SELECT nextval('event_seq') AS base FROM generate_series(1, ((SELECT count(*) FROM fresh) + ${SEQ_BLOCK - 1}) / ${SEQ_BLOCK})
+  SELECT t.tenant_id, bm_next_seq(t.tenant_id) AS base
+  FROM (SELECT tenant_id, count(*) AS c FROM fresh GROUP BY tenant_id) t, generate_series(1, (t.c + ${SEQ_BLOCK - 1}) / ${SEQ_BLOCK})
 ),
 kept AS MATERIALIZED (
   SELECT f.*, b.base + (f.n - 1) % ${SEQ_BLOCK} AS seq
-  FROM fresh f JOIN (SELECT base, row_number() OVER (ORDER BY base) - 1 AS block FROM seqs) b ON b.block = (f.n - 1) / ${SEQ_BLOCK}
+  FROM fresh f JOIN (SELECT tenant_id, base, row_number() OVER (PARTITION BY tenant_id ORDER BY base) - 1 AS block FROM seqs) b
+    ON b.tenant_id = f.tenant_id AND b.block = (f.n - 1) / ${SEQ_BLOCK}
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
-stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY seq),
+stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY tenant_id, seq),
 ${QUARANTINE_CTES}
 SELECT row, seq FROM kept`;
 }
@@ -127,7 +130,8 @@ export const STATEMENT_SQL = statementSql(UNNEST_INPUT);
 
 /**
  * Parameters: $1-$10 as for STATEMENT_SQL, then $11-$13 the client eventIds (tenant, eventId, row),
- * $14 how many sequence blocks to reserve. Returns the rows whose eventId was new (the others are
+ * $14 how many sequence blocks to reserve, $15 the tenant whose sequence they come from (the COPY
+ * path takes units of one tenant). Returns the rows whose eventId was new (the others are
  * duplicates) and the reserved blocks' first numbers.
  */
 export const RESERVE_SQL = `WITH candidate AS (
@@ -144,7 +148,7 @@ ${QUARANTINE_CTES}
 SELECT
   ARRAY(SELECT c.row FROM candidate c JOIN ids ON ids.tenant_id = c.tenant_id AND ids.event_id = c.event_id COLLATE "C") AS fresh,
   -- Ascending, so that seqs follow the rows' order.
-  ARRAY(SELECT n FROM (SELECT nextval('event_seq') AS n FROM generate_series(1, $14::integer)) s ORDER BY n) AS blocks`;
+  ARRAY(SELECT n FROM (SELECT bm_next_seq($15::integer) AS n FROM generate_series(1, $14::integer)) s ORDER BY n) AS blocks`;
 
 export const COPY_SQL = `COPY events (seq, ${EVENT_COLUMNS.map(([name]) => name).join(', ')}) FROM STDIN`;
 

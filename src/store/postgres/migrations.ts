@@ -100,4 +100,38 @@ CREATE INDEX quarantine_received_at ON quarantine (received_at);
     // ranges with a customer filter are served by events_tenant_ts.
     sql: 'DROP INDEX events_tenant_customer_ts;',
   },
+  {
+    version: 3,
+    name: 'per-tenant server ids',
+    // Server ids and cursors hold seq: from one sequence shared by all tenants, they told a tenant how
+    // many events the others stored. Each tenant now numbers its own events, from its own sequence
+    // (event_seq_t<tenant id>, blocks of 1,000 like event_seq), made with the tenant or, for a tenant
+    // made without one, at its first commit. Existing tenants continue above every seq handed out so
+    // far, so their ids keep increasing with arrival; rows stored before keep their seqs and ids.
+    sql: `
+CREATE FUNCTION bm_next_seq(tenant integer) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  name text := format('event_seq_t%s', tenant);
+BEGIN
+  IF to_regclass(name) IS NULL THEN
+    BEGIN
+      EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I AS bigint INCREMENT BY 1000', name);
+    EXCEPTION WHEN unique_violation OR duplicate_table THEN
+      -- Another session made it at the same moment: use theirs.
+    END;
+  END IF;
+  RETURN nextval(name::regclass);
+END $$;
+
+DO $$
+DECLARE
+  t record;
+  start bigint := (SELECT last_value + 1000 FROM event_seq);
+BEGIN
+  FOR t IN SELECT id FROM tenants LOOP
+    EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I AS bigint INCREMENT BY 1000 START WITH %s', format('event_seq_t%s', t.id), start);
+  END LOOP;
+END $$;
+`,
+  },
 ];

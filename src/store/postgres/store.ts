@@ -221,22 +221,33 @@ function toStoredEvent(row: EventRow): StoredEvent {
   return event;
 }
 
-/** The cursor is the seq of the page's last event, in base 36: opaque to clients, cheap to check. */
-function encodeCursor(seq: string): string {
-  return BigInt(seq).toString(36);
+/**
+ * The cursor is where the page's last event stands: its seq (numbered per tenant, so it says nothing
+ * of other tenants), and in a listing by time range also its timestamp, in base 36.
+ */
+function encodeCursor(row: EventRow, ranged: boolean): string {
+  const seq = BigInt(row.seq).toString(36);
+  return ranged ? `${BigInt(row.ts).toString(36)}.${seq}` : seq;
 }
 
-const CURSOR = /^[0-9a-z]{1,13}$/;
+const CURSOR = /^(?:(-?[0-9a-z]{1,13})\.)?([0-9a-z]{1,13})$/;
 const MAX_SEQ = 2n ** 63n - 1n;
 
-/** The seq to continue below, as a decimal string (bigint parameter). */
-function decodeCursor(cursor: string): string {
-  if (CURSOR.test(cursor)) {
-    let seq = 0n;
-    for (const digit of cursor) seq = seq * 36n + BigInt(parseInt(digit, 36));
-    if (seq <= MAX_SEQ) return seq.toString();
+function base36(digits: string): bigint {
+  let n = 0n;
+  for (const digit of digits.replace('-', '')) n = n * 36n + BigInt(parseInt(digit, 36));
+  return digits.startsWith('-') ? -n : n;
+}
+
+/** The position to continue below, as decimal strings (bigint parameters). */
+function decodeCursor(cursor: string, ranged: boolean): { ts: string | undefined; seq: string } {
+  const match = CURSOR.exec(cursor);
+  if (match !== null && (match[1] !== undefined) === ranged) {
+    const seq = base36(match[2]!);
+    const ts = match[1] === undefined ? undefined : base36(match[1]);
+    if (seq <= MAX_SEQ && (ts === undefined || (ts <= MAX_SEQ && ts >= -MAX_SEQ))) return { ts: ts?.toString(), seq: seq.toString() };
   }
-  throw new InvalidCursorError('cursor is not a nextCursor of this store');
+  throw new InvalidCursorError('cursor is not a nextCursor of this store for this listing');
 }
 
 interface KeyRow {
@@ -371,10 +382,12 @@ export class PostgresStore implements Store {
       unit.replayed?.ids ?? [],
       unit.replayed?.at ?? null,
     ];
-    const byCopy = encoder.rows >= this.copyMinEvents;
+    // COPY numbers the events from one tenant's sequence: a unit of several tenants goes by statement.
+    const tenant = unit.events[0]?.tenantId;
+    const byCopy = encoder.rows >= this.copyMinEvents && unit.events.every((e) => e.tenantId === tenant);
     if (byCopy) {
       const candidates = encoder.eventIds();
-      params.push(candidates.tenants, candidates.ids, candidates.rows, Math.ceil(encoder.rows / SEQ_BLOCK));
+      params.push(candidates.tenants, candidates.ids, candidates.rows, Math.ceil(encoder.rows / SEQ_BLOCK), tenant);
     } else {
       params.push(...encoder.arrays(ids));
     }
@@ -411,12 +424,24 @@ export class PostgresStore implements Store {
     if (query.customerId !== undefined) add('customer_id = (SELECT id FROM dict WHERE value = ?)', toPgText(query.customerId));
     if (query.from !== undefined) add('ts >= ?', query.from);
     if (query.to !== undefined) add('ts < ?', query.to);
-    if (query.cursor !== undefined) add('seq < ?', decodeCursor(query.cursor));
+    // With a time range, newest timestamp first (the (tenant_id, ts) index gives that order); else
+    // newest arrival first.
+    const ranged = query.from !== undefined || query.to !== undefined;
+    if (query.cursor !== undefined) {
+      const position = decodeCursor(query.cursor, ranged);
+      if (position.ts === undefined) add('seq < ?', position.seq);
+      else {
+        // ts <= bounds the index range; the row comparison places the cursor within that timestamp.
+        params.push(position.ts, position.seq);
+        where.push(`ts <= $${params.length - 1}`, `(ts, seq) < ($${params.length - 1}, $${params.length})`);
+      }
+    }
+    const order = ranged ? 'ts DESC, seq DESC' : 'seq DESC';
     params.push(query.limit + 1);
     const sql = `SELECT e.seq, e.ts, e.received_at, e.bytes, e.action, e.part_number, e.is_billable_egress, e.event_id,
         e.object_key, e.version_id, e.upload_id, e.rest, p.value AS provider, c.value AS customer, f.value AS feature,
         ct.value AS client_type, ci.value AS client, b.value AS bucket, oc.value AS object_category
-      FROM (SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}) e
+      FROM (SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${params.length}) e
       JOIN dict p ON p.id = e.provider_id
       LEFT JOIN dict c ON c.id = e.customer_id
       LEFT JOIN dict f ON f.id = e.feature_id
@@ -424,12 +449,12 @@ export class PostgresStore implements Store {
       LEFT JOIN dict ci ON ci.id = e.client_id
       LEFT JOIN dict b ON b.id = e.bucket_id
       LEFT JOIN dict oc ON oc.id = e.object_category_id
-      ORDER BY e.seq DESC`;
+      ORDER BY ${order.replace(/(ts|seq) /g, 'e.$1 ')}`;
     const { rows } = await guarded(() => this.pool.query<EventRow>(sql, params));
     const more = rows.length > query.limit;
     const page = more ? rows.slice(0, query.limit) : rows;
     const last = page[page.length - 1];
-    return { events: page.map(toStoredEvent), nextCursor: more && last !== undefined ? encodeCursor(last.seq) : null };
+    return { events: page.map(toStoredEvent), nextCursor: more && last !== undefined ? encodeCursor(last, ranged) : null };
   }
 
   async checkWritable(): Promise<void> {
@@ -511,7 +536,12 @@ async function tenantIdFor(client: PoolClient, name: string): Promise<number> {
     'INSERT INTO tenants (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id',
     [name],
   );
-  if (inserted.rows[0] !== undefined) return inserted.rows[0].id;
+  if (inserted.rows[0] !== undefined) {
+    const id = inserted.rows[0].id;
+    // The tenant's own server id sequence (migration 3), made here rather than at its first commit.
+    await client.query(`CREATE SEQUENCE IF NOT EXISTS event_seq_t${id} AS bigint INCREMENT BY ${SEQ_BLOCK}`);
+    return id;
+  }
   // The conflicting row is committed (ON CONFLICT waited for it), so a new statement sees it.
   const existing = await client.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [name]);
   if (existing.rows[0] === undefined) throw new Error(`tenant ${name} vanished`);

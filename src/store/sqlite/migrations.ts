@@ -108,4 +108,31 @@ CREATE INDEX quarantine_received ON quarantine (received_at);
     // usage per customer belongs in aggregates, not in a per-event index.
     sql: 'DROP INDEX events_tenant_customer_time;',
   },
+  {
+    version: 3,
+    name: 'tenant isolation: keyed object-key hash, per-tenant server ids, per-tenant access path',
+    sql: `
+-- Per-database random secrets, made here and never changed: the object-key hash key (object-keys.ts;
+-- a hash anyone can compute lets a tenant send keys that all collide) and the cursor key (cursor.ts).
+CREATE TABLE secrets (
+  name TEXT PRIMARY KEY,
+  value BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO secrets (name, value) VALUES ('object_key_hash', randomblob(16)), ('cursor', randomblob(32));
+
+-- Server event ids are numbered per tenant (events.tseq), so that an id tells a tenant nothing of the
+-- others' traffic. Rows stored before keep their ids (tseq NULL: the id is their seq); each existing
+-- tenant's numbering starts above every seq handed out so far, so its ids stay in arrival order.
+CREATE TABLE tenant_seqs (
+  tenant INTEGER PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT;
+INSERT INTO tenant_seqs (tenant, value) SELECT id, (SELECT value FROM counters WHERE name = 'event_seq') FROM tenants;
+ALTER TABLE events ADD COLUMN tseq INTEGER;
+
+-- (tenant, seq): a tenant's listing reads that tenant's rows only. Each insert appends at its tenant's
+-- end of the index, so it costs one page per tenant per commit, not a random page per event.
+CREATE INDEX events_tenant_seq ON events (tenant);
+`,
+  },
 ];

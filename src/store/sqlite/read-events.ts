@@ -1,5 +1,10 @@
-/** listEvents: tenant-scoped pages of events, newest arrival first, with every field restored. */
-import { setImmediate } from 'node:timers/promises';
+/**
+ * The events.page read: a tenant's events, newest first, with every field restored. It runs on a
+ * reader thread (reader-worker.ts), in steps of a bounded number of index entries, and checks its
+ * budget between steps. Every step reads only this tenant's rows, through an index that starts with
+ * the tenant, so a page costs what this tenant's own data costs, and a page starts where the previous
+ * one stopped instead of reading it again.
+ */
 import type { Statement } from 'better-sqlite3';
 import { KINDS, actionByCode, isActionName } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
@@ -7,18 +12,24 @@ import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
 import { InvalidCursorError, serverEventId } from '../types.js';
 import type { EventPage, EventQuery, StoredEvent } from '../types.js';
 import type { Connection } from './connection.js';
+import { CursorSeal } from './cursor.js';
+import type { Position } from './cursor.js';
 import { FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, T_OBJECT_KEY } from './layout.js';
+import type { ReadBudget } from './read-budget.js';
 
 const DICT_CACHE_LIMIT = 200_000;
 
-const FIXED_COLUMNS = ['seq', 'timestamp', 'received_after', 'action'];
+const FIXED_COLUMNS = ['seq', 'tseq', 'timestamp', 'received_after', 'action'];
 const COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS].join(', ');
-// The object key comes from object_keys, joined by id: a rowid lookup per row returned. A missing
-// row gives the bare id, which #decode refuses.
-const KEYED_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS.map((c, i) => (i === F_TEXTS + T_OBJECT_KEY ? 'ifnull(k.value, object_key)' : c))].join(', ');
-const JOIN_KEYS = 'LEFT JOIN object_keys k ON k.id = object_key';
+const C_SEQ = 0;
+const C_TSEQ = 1;
+const C_TIMESTAMP = 2;
+const C_RECEIVED_AFTER = 3;
+const C_ACTION = 4;
 const C_DICT = FIXED_COLUMNS.length + F_DICT;
+const C_CUSTOMER = C_DICT + DICT_FIELDS.indexOf('customerId');
 const C_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
+const C_OBJECT_KEY = C_TEXTS + T_OBJECT_KEY;
 const C_INTS = FIXED_COLUMNS.length + F_INTS;
 const C_BILLABLE = FIXED_COLUMNS.length + F_BILLABLE;
 const C_EVENT_ID = FIXED_COLUMNS.length + F_EVENT_ID;
@@ -26,107 +37,135 @@ const C_REST = FIXED_COLUMNS.length + F_REST;
 
 type Row = (number | string | null)[];
 
-/** The cursor is the seq of the page's last event, in base 36: opaque to clients, cheap to check. */
-const CURSOR = /^[0-9a-z]{1,11}$/;
+/**
+ * Index entries per step when filters may skip rows: a few milliseconds of reading between budget
+ * checks. The step's end is found in the index alone; only the rows that match are read out.
+ */
+const STEP_ROWS = 5000;
+/** Past every timestamp and seq a row can hold (both are exact integers in a double). */
+const END = Number.MAX_SAFE_INTEGER;
 
-function parseCursor(cursor: string): number {
-  const seq = CURSOR.test(cursor) ? parseInt(cursor, 36) : NaN;
-  if (!Number.isSafeInteger(seq) || seq <= 0) {
-    throw new InvalidCursorError('cursor is not a nextCursor of this store');
-  }
-  return seq;
+/**
+ * Where a walk reads, below the position: arrival order on the (tenant, seq) index, or a time range
+ * on the (tenant, timestamp, seq) index, newest timestamp first. The range's end is the first
+ * position, (to, 0), and a bounded step's start is its edge, not `from`: SQLite bounds the index by
+ * the row values only when no plain timestamp bound competes (else each step would read again to
+ * the range's far end).
+ */
+const WALKS = {
+  seq: { index: 'events_tenant_seq', below: 'seq < ?', start: [], atOrAbove: 'seq >= ?', order: 'seq DESC' },
+  range: { index: 'events_tenant_time', below: '(timestamp, rowid) < (?, ?)', start: ['timestamp >= ?'], atOrAbove: '(timestamp, rowid) >= (?, ?)', order: 'timestamp DESC, seq DESC' },
+} as const;
+
+type Walk = keyof typeof WALKS;
+
+/** The rows below the position, filtered, down to the step's edge when `bounded`, else to the start. */
+export function pageSql(walk: Walk, filters: readonly string[], bounded: boolean): string {
+  const w = WALKS[walk];
+  const where = ['tenant = ?', w.below, ...(bounded ? [w.atOrAbove] : w.start), ...filters].join(' AND ');
+  return `SELECT ${COLUMNS} FROM events INDEXED BY ${w.index} WHERE ${where} ORDER BY ${w.order} LIMIT ?`;
 }
 
-/** Seqs per step of a backward walk: a few milliseconds of reading between yields to the event loop. */
-const SCAN_WINDOW = 50_000;
+/** The position of the step's last index entry below the position (`OFFSET` step - 1), from the index alone. */
+export function edgeSql(walk: Walk): string {
+  const w = WALKS[walk];
+  const where = ['tenant = ?', w.below, ...w.start].join(' AND ');
+  return `SELECT timestamp, seq FROM events INDEXED BY ${w.index} WHERE ${where} ORDER BY ${w.order} LIMIT 1 OFFSET ?`;
+}
 
 export class EventReader {
   readonly #statements = new Map<string, Statement>();
   readonly #dictValue: Statement;
   readonly #dictId: Statement;
-  readonly #maxSeq: Statement;
+  readonly #objectKey: Statement;
+  readonly #seal: CursorSeal;
   /** id → value; dictionary rows never change once committed, so this never goes stale. */
   readonly #dict = new Map<number, string>();
 
   constructor(
     private readonly db: Connection,
-    private readonly scanWindow = SCAN_WINDOW,
+    private readonly stepRows = STEP_ROWS,
   ) {
     this.#dictValue = db.prepare('SELECT value FROM dict WHERE id = ?').pluck();
     this.#dictId = db.prepare('SELECT id FROM dict WHERE value = ?').pluck();
-    this.#maxSeq = db.prepare('SELECT coalesce(max(seq), 0) FROM events').pluck();
+    this.#objectKey = db.prepare('SELECT value FROM object_keys WHERE id = ?').pluck();
+    this.#seal = CursorSeal.of(db);
   }
 
-  async list(tenantId: number, query: EventQuery): Promise<EventPage> {
+  list(tenantId: number, query: EventQuery, budget: ReadBudget): EventPage {
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > 1000) {
       throw new RangeError(`limit must be 1..1000, not ${query.limit}`);
     }
-    const before = query.cursor === undefined ? undefined : parseCursor(query.cursor);
-    const where = ['tenant = ?'];
-    const params: number[] = [tenantId];
+    const ranged = query.from !== undefined || query.to !== undefined;
+    const from = query.from ?? -END;
+    let position: Position = query.cursor === undefined ? { timestamp: ranged ? (query.to ?? END) : null, seq: 0 } : this.#seal.open(tenantId, query.cursor);
+    if ((position.timestamp !== null) !== ranged) {
+      throw new InvalidCursorError(`cursor is from a listing ${ranged ? 'without' : 'with'} from/to`);
+    }
+    if (query.cursor === undefined && !ranged) position.seq = END;
+    const filters: string[] = [];
+    const values: number[] = [];
     if (query.action !== undefined) {
       if (!isActionName(query.action)) throw new RangeError(`unknown action ${String(query.action)}`);
-      where.push('action = ?');
-      params.push(KINDS[query.action].code);
+      filters.push('action = ?');
+      values.push(KINDS[query.action].code);
     }
     if (query.customerId !== undefined) {
-      const id = this.#dictId.get(query.customerId) as number | undefined;
-      // A value never stored cannot match any event.
-      if (id === undefined) return { events: [], nextCursor: null };
-      where.push('customer = ?');
-      params.push(id);
+      // A value no tenant stored reads exactly like one only other tenants stored (id -1 matches no
+      // row): what a query costs and answers must not tell whether another tenant uses a value.
+      filters.push('customer = ?');
+      values.push((this.#dictId.get(query.customerId) as number | undefined) ?? -1);
     }
-    if (query.from !== undefined) {
-      where.push('timestamp >= ?');
-      params.push(query.from);
-    }
-    if (query.to !== undefined) {
-      where.push('timestamp < ?');
-      params.push(query.to);
-    }
+    const walk = ranged ? 'range' : 'seq';
+    const below = (p: Position): number[] => (ranged ? [p.timestamp!, p.seq] : [p.seq]);
+    const start = ranged ? [from] : [];
     // One row more than asked tells whether there is a next page.
     const want = query.limit + 1;
-    // The access path is chosen here, not by the planner (which, without statistics, would sort a
-    // whole tenant for an unfiltered page): the time index when a closed time range makes it small,
-    // else a walk backwards along seq.
-    const index = query.from !== undefined && query.to !== undefined ? 'events_tenant_time' : undefined;
-    let rows: Row[];
-    if (index === undefined) {
-      rows = await this.#walk(where, params, before, want);
-    } else {
-      if (before !== undefined) {
-        where.push('seq < ?');
-        params.push(before);
-      }
-      // Joined after the sort and LIMIT: joined inside, every match of the range would be looked up.
-      const page = `SELECT ${COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`;
-      const sql = `SELECT ${KEYED_COLUMNS} FROM (${page}) ${JOIN_KEYS} ORDER BY seq DESC`;
-      rows = this.#statement(sql).all([...params, want]) as Row[];
+    const rows: Row[] = [];
+    for (;;) {
+      // Unfiltered, every entry read is a row returned: no step needed.
+      const edge = filters.length === 0 ? undefined : (this.#statement(edgeSql(walk)).get(tenantId, ...below(position), ...start, this.stepRows - 1) as Row | undefined);
+      const edgePosition: Position | undefined = edge === undefined ? undefined : { timestamp: ranged ? (edge[0] as number) : null, seq: edge[1] as number };
+      const page = this.#statement(pageSql(walk, filters, edge !== undefined));
+      const lower = edgePosition === undefined ? start : below(edgePosition);
+      for (const row of page.all(tenantId, ...below(position), ...lower, ...values, want - rows.length) as Row[]) rows.push(row);
+      if (rows.length === want || edgePosition === undefined) break;
+      position = edgePosition;
+      budget.check();
     }
     const more = rows.length > query.limit;
     if (more) rows.pop();
     const events = rows.map((row) => this.#decode(row));
     const last = rows.at(-1);
-    return { events, nextCursor: more && last !== undefined ? (last[0] as number).toString(36) : null };
+    return { events, nextCursor: more && last !== undefined ? this.#seal.seal(tenantId, positionOf(last, ranged)) : null };
   }
 
-  /**
-   * Reads seq backwards one window at a time, yielding to the event loop in between: a filter that
-   * rarely matches (a rare action, a small tenant) reads much of the table, and this thread also
-   * serves ingestion.
-   */
-  async #walk(where: string[], params: number[], before: number | undefined, want: number): Promise<Row[]> {
-    const sql = `SELECT ${KEYED_COLUMNS} FROM events NOT INDEXED ${JOIN_KEYS} WHERE ${where.join(' AND ')} AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT ?`;
-    const statement = this.#statement(sql);
-    const rows: Row[] = [];
-    let upper = before ?? (this.#maxSeq.get() as number) + 1;
-    while (rows.length < want && upper > 1) {
-      const lower = Math.max(1, upper - this.scanWindow);
-      for (const row of statement.all([...params, lower, upper, want - rows.length]) as Row[]) rows.push(row);
-      upper = lower;
-      if (rows.length < want && upper > 1) await setImmediate();
+  #decode(row: Row): StoredEvent {
+    const seq = row[C_SEQ] as number;
+    const timestamp = row[C_TIMESTAMP] as number;
+    const code = row[C_ACTION] as number;
+    const action = actionByCode(code);
+    if (action === undefined) throw new Error(`event ${seq} has action code ${code}, unknown to this version`);
+    // provider is NOT NULL: the dictionary loop below sets it.
+    const event: EventRecord = { action, timestamp, provider: '' };
+    for (let f = 0; f < DICT_FIELDS.length; f++) {
+      const id = row[C_DICT + f] as number | null;
+      if (id !== null) event[DICT_FIELDS[f]!] = this.#value(id);
     }
-    return rows;
+    for (let f = 0; f < TEXT_FIELDS.length; f++) {
+      const value = row[C_TEXTS + f] as string | number | null;
+      if (value !== null) event[TEXT_FIELDS[f]!] = C_TEXTS + f === C_OBJECT_KEY ? this.#objectKeyValue(value as number) : (value as string);
+    }
+    for (let f = 0; f < INT_FIELDS.length; f++) {
+      const value = row[C_INTS + f] as number | null;
+      if (value !== null) event[INT_FIELDS[f]!] = value;
+    }
+    const billable = row[C_BILLABLE] as number | null;
+    if (billable !== null) event.isBillableEgress = billable === 1;
+    decodeRest(row[C_REST] as string | null, event);
+    // Rows stored before per-tenant numbering (migration 3) have no tseq: their id is their seq.
+    const eventId = (row[C_EVENT_ID] as string | null) ?? serverEventId((row[C_TSEQ] as number | null) ?? seq);
+    return Object.assign(event, { eventId, receivedAt: timestamp + (row[C_RECEIVED_AFTER] as number) });
   }
 
   #statement(sql: string): Statement {
@@ -138,32 +177,10 @@ export class EventReader {
     return statement;
   }
 
-  #decode(row: Row): StoredEvent {
-    const seq = row[0] as number;
-    const timestamp = row[1] as number;
-    const code = row[3] as number;
-    const action = actionByCode(code);
-    if (action === undefined) throw new Error(`event ${seq} has action code ${code}, unknown to this version`);
-    // provider is NOT NULL: the dictionary loop below sets it.
-    const event: EventRecord = { action, timestamp, provider: '' };
-    for (let f = 0; f < DICT_FIELDS.length; f++) {
-      const id = row[C_DICT + f] as number | null;
-      if (id !== null) event[DICT_FIELDS[f]!] = this.#value(id);
-    }
-    for (let f = 0; f < TEXT_FIELDS.length; f++) {
-      const value = row[C_TEXTS + f] as string | number | null;
-      if (typeof value === 'number') throw new Error(`object key id ${value} is missing`);
-      if (value !== null) event[TEXT_FIELDS[f]!] = value;
-    }
-    for (let f = 0; f < INT_FIELDS.length; f++) {
-      const value = row[C_INTS + f] as number | null;
-      if (value !== null) event[INT_FIELDS[f]!] = value;
-    }
-    const billable = row[C_BILLABLE] as number | null;
-    if (billable !== null) event.isBillableEgress = billable === 1;
-    decodeRest(row[C_REST] as string | null, event);
-    const eventId = (row[C_EVENT_ID] as string | null) ?? serverEventId(seq);
-    return Object.assign(event, { eventId, receivedAt: timestamp + (row[2] as number) });
+  #objectKeyValue(id: number): string {
+    const value = this.#objectKey.get(id) as string | undefined;
+    if (value === undefined) throw new Error(`object key id ${id} is missing`);
+    return value;
   }
 
   #value(id: number): string {
@@ -177,3 +194,5 @@ export class EventReader {
     return value;
   }
 }
+
+const positionOf = (row: Row, ranged: boolean): Position => ({ timestamp: ranged ? (row[C_TIMESTAMP] as number) : null, seq: row[C_SEQ] as number });

@@ -14,13 +14,13 @@ import {
   N_RECEIVED_AT, N_TENANT, N_TIMESTAMP, NUMS_PER_EVENT, STRS_PER_EVENT, S_EVENT_ID, S_REST, S_TEXTS, T_OBJECT_KEY,
 } from './layout.js';
 import type { PackedUnit } from './layout.js';
-import { ObjectKeyIds, prepareObjectKeys } from './object-keys.js';
+import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
 
-const FIXED_COLUMNS = ['seq', 'tenant', 'timestamp', 'received_after', 'action'];
+const FIXED_COLUMNS = ['seq', 'tseq', 'tenant', 'timestamp', 'received_after', 'action'];
 const EVENT_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS];
 const A_DICT = FIXED_COLUMNS.length + F_DICT;
 const A_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
@@ -39,6 +39,8 @@ function prepare(db: Connection) {
     probe: db.prepare("UPDATE counters SET value = value WHERE name = 'event_seq'"),
     lastSeq: db.prepare("SELECT value FROM counters WHERE name = 'event_seq'").pluck(),
     setLastSeq: db.prepare("UPDATE counters SET value = ? WHERE name = 'event_seq'"),
+    tenantSeq: db.prepare('SELECT value FROM tenant_seqs WHERE tenant = ?').pluck(),
+    setTenantSeq: db.prepare('INSERT INTO tenant_seqs (tenant, value) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET value = excluded.value'),
     dictFind: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
     dictAdd: db.prepare('INSERT INTO dict (value) VALUES (?)'),
     objectKeys: prepareObjectKeys(db),
@@ -64,17 +66,23 @@ class Writer {
   #statements: Statements | undefined;
   /** value → id of committed dictionary rows only (see commit's rollback handling). */
   readonly #dict = new Map<string, number>();
-  readonly #objectKeys = new ObjectKeyIds();
+  /** Made at the first open: its hash is keyed with the database's secret. */
+  #objectKeys: ObjectKeyIds | undefined;
   /** The insert's parameters, rewritten for each event. */
   readonly #args = new Array<unknown>(EVENT_COLUMNS.length);
 
   constructor(private readonly data: WriterData) {}
 
-  /** Commits the units in one transaction: all of them, or none. Per unit, the seq of each event (0: duplicate). */
+  /**
+   * Commits the units in one transaction: all of them, or none. Per unit and event: 0 for a
+   * duplicate, else the number of its server id (its tenant's tseq) when it has no client eventId,
+   * else its seq.
+   */
   commit(units: readonly PackedUnit[]): Float64Array<ArrayBuffer>[] {
     const s = this.#open();
+    const objectKeys = this.#objectKeys!;
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
-    this.#objectKeys.trim();
+    objectKeys.trim();
     const seqs = units.map((unit) => new Float64Array(unit.count));
     // Dictionary values and object keys first inserted by this transaction: their ids vanish if it rolls back.
     const added: string[] = [];
@@ -82,13 +90,16 @@ class Writer {
     try {
       s.begin.run();
       let seq = s.lastSeq.get() as number;
-      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, added, addedKeys);
+      // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
+      const tseqs = new Map<number, number>();
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys);
       s.setLastSeq.run(seq);
+      for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       s.commit.run();
       return seqs;
     } catch (err) {
       for (const value of added) this.#dict.delete(value);
-      this.#objectKeys.forget(addedKeys);
+      objectKeys.forget(addedKeys);
       this.#reset();
       throw err;
     }
@@ -98,7 +109,7 @@ class Writer {
    * Inserts one unit's events, numbered on from `seq`, writing each one's seq into `seqs` (0 for a
    * duplicate), then its quarantine entries and replay marks. Returns the last seq handed out.
    */
-  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, added: string[], addedKeys: string[]): number {
+  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, tseqs: Map<number, number>, added: string[], addedKeys: string[]): number {
     const { count, nums, dict, strs } = unit;
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
@@ -107,27 +118,30 @@ class Writer {
       const d = i * DICT_PER_EVENT;
       const o = i * STRS_PER_EVENT;
       const timestamp = nums[n + N_TIMESTAMP]!;
+      const tenant = nums[n + N_TENANT]!;
+      const eventId = strs[o + S_EVENT_ID] ?? null;
       args[0] = seq + 1;
-      args[1] = nums[n + N_TENANT];
-      args[2] = timestamp;
-      args[3] = nums[n + N_RECEIVED_AT]! - timestamp;
-      args[4] = nums[n + N_ACTION];
+      args[1] = eventId === null ? this.#nextTenantSeq(s, tseqs, tenant) : null;
+      args[2] = tenant;
+      args[3] = timestamp;
+      args[4] = nums[n + N_RECEIVED_AT]! - timestamp;
+      args[5] = nums[n + N_ACTION];
       for (let f = 0; f < DICT_FIELDS.length; f++) {
         const index = dict[d + f]!;
         args[A_DICT + f] = index === -1 ? null : dictIds[index];
       }
       for (let f = 0; f < TEXT_FIELDS.length; f++) {
         const text = strs[o + S_TEXTS + f] ?? null;
-        args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys.id(s.objectKeys, text, addedKeys) : text;
+        args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys!.id(s.objectKeys, text, addedKeys) : text;
       }
       for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
       args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
-      const eventId = strs[o + S_EVENT_ID] ?? null;
       args[A_EVENT_ID] = eventId;
       args[A_REST] = strs[o + S_REST];
       if (eventId === null) {
         s.insert.run(args);
-        seqs[i] = ++seq;
+        ++seq;
+        seqs[i] = args[1] as number;
       } else if (s.insertOnce.run(args).changes === 1) {
         seqs[i] = ++seq;
       } // else a duplicate: seqs[i] stays 0
@@ -140,6 +154,13 @@ class Writer {
       for (const id of unit.replayed.ids) s.replayed.run(unit.replayed.at, id);
     }
     return seq;
+  }
+
+  /** The tenant's next server id number, counted in `tseqs` for this transaction. */
+  #nextTenantSeq(s: Statements, tseqs: Map<number, number>, tenant: number): number {
+    const next = (tseqs.get(tenant) ?? ((s.tenantSeq.get(tenant) as number | undefined) ?? 0)) + 1;
+    tseqs.set(tenant, next);
+    return next;
   }
 
   /** A tiny durable write: the lock can be taken, and the file written and synced. */
@@ -207,6 +228,7 @@ class Writer {
       db.pragma('wal_autocheckpoint = 10000');
       db.pragma('journal_size_limit = 67108864');
       this.#statements = prepare(db);
+      this.#objectKeys ??= new ObjectKeyIds(objectKeyHash(db));
     } catch (err) {
       db.close();
       throw err;

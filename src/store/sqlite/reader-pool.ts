@@ -1,0 +1,184 @@
+/**
+ * The main thread's side of the reader threads: named reads (reads.ts) run there, each within a time
+ * budget. Waiting reads are served one tenant at a time in turn, and one tenant's reads hold at most
+ * all threads but one, so a tenant that sends many heavy reads waits behind its own reads, and
+ * another tenant's read finds a thread free. A read still running well past its budget (one
+ * step that never ends) has its thread stopped and replaced.
+ */
+import { Worker } from 'node:worker_threads';
+import { InvalidCursorError, ReadTimeoutError, StoreUnavailableError } from '../types.js';
+import { epochNow } from './read-budget.js';
+import type { ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
+
+/** How long past its deadline a read may run before its thread is stopped. */
+const STOP_GRACE_MS = 1000;
+
+interface Job {
+  request: ReadRequest;
+  tenant: number;
+  resolve(result: unknown): void;
+  reject(err: unknown): void;
+}
+
+interface Thread {
+  worker: Worker;
+  job: Job | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export class ReaderPool {
+  readonly #threads: Thread[] = [];
+  /** Waiting jobs per tenant, and the tenants with waiting jobs in the order they are served. */
+  readonly #waiting = new Map<number, Job[]>();
+  readonly #turns: number[] = [];
+  /** Reads running per tenant, each at most #perTenant. */
+  readonly #running = new Map<number, number>();
+  readonly #perTenant: number;
+  #nextId = 1;
+  #closed = false;
+
+  constructor(
+    private readonly data: ReaderData,
+    size: number,
+    private readonly workerUrl = new URL('./reader-worker.js', import.meta.url),
+  ) {
+    this.#perTenant = Math.max(1, size - 1);
+    for (let i = 0; i < size; i++) this.#threads.push(this.#spawn());
+  }
+
+  /**
+   * Runs the named read for `tenant` within `budgetMs` (waiting included). Rejects with
+   * ReadTimeoutError past it, InvalidCursorError or RangeError for a bad query, and
+   * StoreUnavailableError when the database cannot be read or the pool is closed.
+   */
+  run<K extends ReadName>(name: K, args: Reads[K]['args'], tenant: number, budgetMs: number): Promise<Reads[K]['result']> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+    return new Promise((resolve, reject) => {
+      const request: ReadRequest = { id: this.#nextId++, name, args, deadline: epochNow() + budgetMs, budgetMs };
+      const job: Job = { request, tenant, resolve: resolve as (result: unknown) => void, reject };
+      const queue = this.#waiting.get(tenant);
+      if (queue === undefined) {
+        this.#waiting.set(tenant, [job]);
+        this.#turns.push(tenant);
+      } else {
+        queue.push(job);
+      }
+      this.#dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const queue of this.#waiting.values()) for (const job of queue) job.reject(new StoreUnavailableError('the store is closed'));
+    this.#waiting.clear();
+    this.#turns.length = 0;
+    await Promise.all(this.#threads.map((thread) => this.#stop(thread, new StoreUnavailableError('the store is closed'))));
+  }
+
+  #dispatch(): void {
+    for (const thread of this.#threads) {
+      if (thread.job !== undefined) continue;
+      const job = this.#next();
+      if (job === undefined) return;
+      thread.job = job;
+      this.#running.set(job.tenant, (this.#running.get(job.tenant) ?? 0) + 1);
+      thread.worker.ref();
+      thread.worker.postMessage(job.request);
+      const wait = Math.max(0, job.request.deadline - epochNow()) + STOP_GRACE_MS;
+      thread.timer = setTimeout(() => this.#replace(thread, timeout(job.request.budgetMs)), wait);
+    }
+  }
+
+  /**
+   * The next waiting job, the tenants taking turns (a tenant at its share of threads waits its
+   * turn); jobs already past their deadline are refused.
+   */
+  #next(): Job | undefined {
+    for (let i = 0; i < this.#turns.length; ) {
+      const tenant = this.#turns[i]!;
+      if ((this.#running.get(tenant) ?? 0) >= this.#perTenant) {
+        i++;
+        continue;
+      }
+      this.#turns.splice(i, 1);
+      const queue = this.#waiting.get(tenant)!;
+      const job = queue.shift()!;
+      if (queue.length === 0) this.#waiting.delete(tenant);
+      else this.#turns.push(tenant);
+      if (job.request.deadline >= epochNow()) return job;
+      job.reject(timeout(job.request.budgetMs));
+      i = 0;
+    }
+    return undefined;
+  }
+
+  #spawn(): Thread {
+    const thread: Thread = { worker: new Worker(this.workerUrl, { workerData: this.data }), job: undefined, timer: undefined };
+    thread.worker.unref();
+    thread.worker.on('message', (response: ReadResponse) => {
+      const job = thread.job;
+      if (job === undefined || job.request.id !== response.id) return;
+      this.#finish(thread);
+      if (response.ok) job.resolve(response.result);
+      else job.reject(rebuild(response.error));
+      this.#dispatch();
+    });
+    thread.worker.on('error', () => {
+      // The exit that follows replaces the thread and fails its read.
+    });
+    thread.worker.on('exit', () => {
+      if (!this.#closed && this.#threads.includes(thread)) this.#replace(thread, new StoreUnavailableError('a SQLite reader thread exited'));
+    });
+    return thread;
+  }
+
+  #finish(thread: Thread): void {
+    clearTimeout(thread.timer);
+    thread.timer = undefined;
+    const tenant = thread.job?.tenant;
+    if (tenant !== undefined) {
+      const running = this.#running.get(tenant)! - 1;
+      if (running === 0) this.#running.delete(tenant);
+      else this.#running.set(tenant, running);
+    }
+    thread.job = undefined;
+    thread.worker.unref();
+  }
+
+  async #stop(thread: Thread, reason: unknown): Promise<void> {
+    const job = thread.job;
+    this.#finish(thread);
+    job?.reject(reason);
+    await thread.worker.terminate();
+  }
+
+  /** Stops a thread (its read, if any, fails with `reason`) and starts another in its place. */
+  #replace(thread: Thread, reason: unknown): void {
+    const index = this.#threads.indexOf(thread);
+    if (index === -1) return;
+    this.#threads.splice(index, 1);
+    void this.#stop(thread, reason);
+    if (this.#closed) return;
+    this.#threads.push(this.#spawn());
+    this.#dispatch();
+  }
+}
+
+const timeout = (budgetMs: number) => new ReadTimeoutError(`the read took more than its budget of ${budgetMs} ms`);
+
+function rebuild(error: Extract<ReadResponse, { ok: false }>['error']): Error {
+  switch (error.kind) {
+    case 'timeout':
+      return new ReadTimeoutError(error.message);
+    case 'cursor':
+      return new InvalidCursorError(error.message);
+    case 'range':
+      return new RangeError(error.message);
+    case 'error':
+      if (error.code !== undefined && !error.code.startsWith('SQLITE_CONSTRAINT')) {
+        return new StoreUnavailableError(`SQLite read failed: ${error.code}`, { cause: new Error(error.message) });
+      }
+      return new Error(error.message);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * A reader thread: runs named reads (reads.ts) on its own read-only connection, one at a time, so
+ * that a long read never holds the main event loop. Each read checks its budget between bounded
+ * steps and stops with ReadTimeoutError past it.
+ */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import { InvalidCursorError, ReadTimeoutError } from '../types.js';
+import { sqliteCode } from './connection.js';
+import type { Connection } from './connection.js';
+import { ReadBudget } from './read-budget.js';
+import { EventReader } from './read-events.js';
+import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
+
+type Handlers = { [K in ReadName]: (args: Reads[K]['args'], budget: ReadBudget) => Reads[K]['result'] };
+
+function handlers(db: Connection): Handlers {
+  const events = new EventReader(db);
+  return {
+    'events.page': ({ tenantId, query }, budget) => events.list(tenantId, query, budget),
+  };
+}
+
+function open(data: ReaderData): Connection {
+  const db = new Database(data.path, { readonly: true, fileMustExist: true });
+  db.pragma(`busy_timeout = ${data.busyTimeoutMs}`);
+  return db;
+}
+
+function kindOf(err: unknown): ReadErrorKind {
+  if (err instanceof ReadTimeoutError) return 'timeout';
+  if (err instanceof InvalidCursorError) return 'cursor';
+  if (err instanceof RangeError) return 'range';
+  return 'error';
+}
+
+/** Nice value of reader threads: above the main thread's 0, so that requests get a busy core first. */
+const READER_NICE = 19;
+
+/**
+ * Reads are background work beside ingestion: on Linux, where a thread has its own nice value (set
+ * through its thread id), this thread yields a contended core to the threads that answer requests
+ * and commit. Elsewhere it runs at the process's priority.
+ */
+function lowerPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, READER_NICE);
+  } catch {
+    // Not Linux, or not allowed: same priority as the rest.
+  }
+}
+
+lowerPriority();
+const port = parentPort!;
+const data = workerData as ReaderData;
+let table: Handlers | undefined;
+
+port.on('message', (request: ReadRequest) => {
+  let response: ReadResponse;
+  try {
+    table ??= handlers(open(data));
+    const run = table[request.name] as (args: unknown, budget: ReadBudget) => unknown;
+    response = { id: request.id, ok: true, result: run(request.args, new ReadBudget(request.deadline, request.budgetMs)) };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    response = { id: request.id, ok: false, error: { kind: kindOf(err), message, code: sqliteCode(err) } };
+  }
+  port.postMessage(response);
+});

@@ -1,0 +1,33 @@
+/**
+ * The named reads a reader thread runs (reader-worker.ts), with what each takes and returns. A read
+ * that can take more than a few milliseconds (event pages now; usage, object and cost queries next)
+ * is added here and to the worker's table, and is called through ReaderPool.run with a budget.
+ */
+import type { EventPage, EventQuery } from '../types.js';
+
+export interface Reads {
+  'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
+}
+
+export type ReadName = keyof Reads;
+
+export interface ReaderData {
+  path: string;
+  busyTimeoutMs: number;
+}
+
+export interface ReadRequest {
+  id: number;
+  name: ReadName;
+  args: unknown;
+  /** Epoch milliseconds: the read stops at its next step after this. */
+  deadline: number;
+  budgetMs: number;
+}
+
+/** How a failed read is rebuilt on the main thread: the error classes do not cross threads. */
+export type ReadErrorKind = 'timeout' | 'cursor' | 'range' | 'error';
+
+export type ReadResponse =
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: { kind: ReadErrorKind; message: string; code: string | undefined } };
