@@ -107,6 +107,7 @@ for (const backend of BACKENDS) {
           objectKey: 'photos/cat.jpg',
           bytes: 2048,
           objectCategory: 'image',
+          fileType: 'image',
           clientType: 'web',
         });
       });
