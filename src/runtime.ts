@@ -17,6 +17,7 @@ import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { IngestService } from './ingest/service.js';
 import type { Store } from './store/types.js';
+import { TelemetryService } from './telemetry/service.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
 export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
@@ -69,6 +70,8 @@ export interface Node {
   app: FastifyInstance;
   store: Store;
   committer: Committer;
+  /** The collectors' telemetry counters (for a /metrics endpoint). */
+  telemetry: TelemetryService;
   /** Stops accepting, finishes in-flight requests, flushes the committer, closes the store. */
   close(): Promise<void>;
 }
@@ -90,10 +93,12 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   });
   const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
   const ingest = new IngestService({ committer, validator, maxBatchEvents: config.maxBatchEvents, quarantineMaxBytes: config.quarantineMaxBytes });
+  const telemetry = new TelemetryService(logger);
   const app = await buildHttpServer({
     logger,
     store,
     ingest,
+    telemetry,
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
@@ -123,6 +128,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     app,
     store,
     committer,
+    telemetry,
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);
