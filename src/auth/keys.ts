@@ -26,6 +26,14 @@ export function generateKey(): GeneratedKey {
   return { id, key, hash: hashKey(key) };
 }
 
+/** The current form, and the earlier one (`bmk_` + 43 base64url characters): nothing else can be a key. */
+const KEY_SHAPE = /^(?:[A-Za-z0-9]{8}\.[A-Za-z0-9+/]{48}|bmk_[A-Za-z0-9_-]{43})$/;
+
+/** Whether `key` has the shape of a key bucketmeter made, so that other strings cost no lookup. */
+export function isKeyShaped(key: string): boolean {
+  return KEY_SHAPE.test(key);
+}
+
 export function hashKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
