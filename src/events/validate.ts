@@ -79,6 +79,7 @@ interface KindPlan {
   readonly deletedVersion: boolean;
 }
 
+const COPY_SOURCE_MEMBERS: ReadonlySet<string> = new Set(OBJECT_MEMBERS.copySource);
 const DELETED_OBJECT_MEMBERS: ReadonlySet<string> = new Set(OBJECT_MEMBERS.deletedObjects);
 
 function planKind(action: ActionName): KindPlan {
@@ -92,7 +93,7 @@ function planKind(action: ActionName): KindPlan {
     return {
       name,
       source: aliases.find(([, target]) => target === name)?.[0] ?? (fallbackField !== undefined && own.includes(fallbackField) ? fallbackField : undefined),
-      members: type === 'copySource' ? new Set(OBJECT_MEMBERS.copySource) : type === 'deletedObjects' ? DELETED_OBJECT_MEMBERS : undefined,
+      members: type === 'copySource' ? COPY_SOURCE_MEMBERS : type === 'deletedObjects' ? DELETED_OBJECT_MEMBERS : undefined,
       isList: type === 'deletedObjects',
       fallback: (FIELD_DEFAULTS as Partial<Record<FieldName, unknown>>)[name],
     };
@@ -162,7 +163,7 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
       const deletedVersion = plan.deletedVersion ? mapDeletedVersion(input) : undefined;
       const extra = collectExtra(input, plan.roles, plan.deletedVersion && deletedVersion === undefined, unknowns, errors);
       // Object values are copied now: their unknown members count against the same bound.
-      const copies = new Map<FieldName, unknown>();
+      let copies: Map<FieldName, unknown> | undefined;
       for (const field of plan.fields) {
         if (field.members === undefined) continue;
         const value = input[field.name];
@@ -172,7 +173,7 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
             ? value.map((entry, i) => copyObject(entry, field.members!, true, `${field.name}/${i}`, unknowns, errors))
             : value
           : copyObject(value, field.members, false, field.name, unknowns, errors);
-        copies.set(field.name, copy);
+        (copies ??= new Map()).set(field.name, copy);
       }
       if (unknowns.bytes > maxExtraBytes) errors.push(extraTooLarge(unknowns, maxExtraBytes));
       if (errors.length > 0) return invalid(errors);
@@ -185,7 +186,7 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
         if (isGiven(value)) fields[name] = value;
       }
       for (const field of plan.fields) {
-        let value = copies.get(field.name) ?? input[field.name];
+        let value = copies?.get(field.name) ?? input[field.name];
         if (!isGiven(value) && field.source !== undefined) value = input[field.source];
         if (isGiven(value)) fields[field.name] = value;
         else if (field.fallback !== undefined) fields[field.name] = field.fallback;
@@ -265,9 +266,10 @@ function copyObject(value: unknown, members: ReadonlySet<string>, deletedVersion
   let own: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const member = value[key];
-    if (members.has(key) || (deletedVersion && (key === DELETED_VERSION_DIALECT.versionId || key === DELETED_VERSION_DIALECT.flag))) {
-      const kept = members.has(key) || mapped === undefined;
-      if (kept && isGiven(member)) (members.has(key) ? copy : (own ??= {}))[key] = member;
+    if (members.has(key)) {
+      if (isGiven(member)) copy[key] = member;
+    } else if (deletedVersion && (key === DELETED_VERSION_DIALECT.versionId || key === DELETED_VERSION_DIALECT.flag)) {
+      if (mapped === undefined && isGiven(member)) (own ??= {})[key] = member;
     } else if (checkUnknown(key, member, PROTOTYPE_NAMES.includes(key), `/${path}/${pointerToken(key)}`, errors)) {
       (own ??= {})[key] = member;
     }
