@@ -144,7 +144,6 @@ export const KINDS = {
   GetObjectLockConfiguration: perBucket(28, 'object-lock configuration retrieved'),
   PutObjectLockConfiguration: perBucket(29, 'object-lock configuration set'),
   ListObjectsV2: listing(30, 'objects listed'),
-  // The SDKs send the key whose versions were listed as objectKey; the Java collector sends a prefix.
   ListObjectVersions: {
     code: 31, group: 'bucket', required: ['bucket'], optional: ['objectKeyPrefix', 'objectKey'], doc: 'object versions listed',
   },
@@ -196,6 +195,19 @@ export const DELETED_VERSION_DIALECT = {
   whenFlagged: 'resultingDeleteMarkerVersionId',
   otherwise: 'hardDeletedVersionId',
 } as const satisfies { kinds: readonly ActionName[]; whenFlagged: FieldName; otherwise: FieldName; versionId: string; flag: string };
+
+/**
+ * Members only the SDKs send (beyond the mappings above), and what they are kept as. With the two
+ * declarations above, the README's dialect table is rendered from these.
+ */
+export const SDK_MEMBERS = [
+  { member: 'isSynthetic', kinds: ['PutObject', 'PostObject'], keptAs: 'as sent (the hosted service never said what it marks)' },
+  {
+    member: 'objectKey',
+    kinds: ['ListObjectVersions'],
+    keptAs: 'the key whose versions were listed (the Java collector sends a prefix instead, kept as objectKeyPrefix)',
+  },
+] as const satisfies readonly { member: FieldName; kinds: readonly ActionName[]; keptAs: string }[];
 
 /**
  * The Java collector sends an operation it could not map as `action: "Unknown"` (with `classNames`).

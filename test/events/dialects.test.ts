@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ACTION_NAMES, FIELD_FALLBACKS, KINDS, SDK_MEMBERS } from '../../src/events/catalogue.js';
 import type { EventRecord } from '../../src/events/catalogue.js';
 import { createEventValidator } from '../../src/events/validate.js';
 import { WIRE_NOW_SECONDS, WIRE_TIMESTAMP, minimalWireEvent } from '../support/events.js';
@@ -149,5 +150,19 @@ describe('the Java collector\'s action "Unknown"', () => {
     assert.deepEqual(unknown.ok ? undefined : [unknown.unmapped, unknown.errors[0]?.path], [true, '/action']);
     const typo = validator.validate({ action: 'getObject', timestamp: WIRE_TIMESTAMP, provider: 'aws' }, WIRE_NOW_SECONDS);
     assert.equal(typo.ok ? undefined : typo.unmapped, false);
+  });
+});
+
+describe('the dialect declarations of the catalogue', () => {
+  it('name fields of the kinds they list', () => {
+    for (const { member, kinds } of SDK_MEMBERS) {
+      for (const kind of kinds) assert.ok((KINDS[kind].optional as readonly string[]).includes(member), `${kind}.${member}`);
+    }
+    for (const [field, source] of Object.entries(FIELD_FALLBACKS)) {
+      for (const kind of ACTION_NAMES) {
+        const own: readonly string[] = KINDS[kind].optional;
+        assert.equal(own.includes(field), own.includes(source), `${kind}: ${field} and ${source} come together`);
+      }
+    }
   });
 });
