@@ -131,7 +131,7 @@ async function sendHostile(pool: Pool, req: HostileRequest, run: Run): Promise<v
       // Each rejected item of a batch is quarantined on its own, as an invalid event.
       if (expect.rejected.length > 0) {
         const items = JSON.parse(String(req.body)) as unknown[];
-        for (const index of expect.rejected) run.quarantineExpected.add(invalidEventCode(JSON.stringify(items[index]) ?? 'null'), 1);
+        for (const index of expect.rejected) run.quarantineExpected.add(invalidEventCode(items[index]), 1);
       }
       if (status !== 200) return fail(`expected a batch reply, got ${status} ${bytes.toString().slice(0, 200)}`);
       const reply = json();
