@@ -101,7 +101,7 @@ const wrongByType: Record<(typeof FIELDS)[FieldName]['type'], fc.Arbitrary<Json>
   bytes: fc.constantFrom('-1', '1.5', '-0.0001', '9007199254740992', '1e400', '-1e400', '"5"', 'true', '[]', '{}', '1e16'),
   partNumber: fc.constantFrom('0', '10001', '1.5', '-1', '"7"', '1e400', 'false', '65536'),
   boolean: fc.constantFrom('"true"', '1', '0', '"yes"', '[]', '{}'),
-  copySource: fc.constantFrom('"x"', '5', '[]', text({ bucket: 5, objectKey: 'k' }), text({ bucket: 'b' }), text({ objectKey: 'k' }), text({ bucket: 'b', objectKey: 'k', other: 1 }), '{"bucket":"b","objectKey":"k","__proto__":{"polluted":true}}'),
+  copySource: fc.constantFrom('"x"', '5', '[]', text({ bucket: 5, objectKey: 'k' }), text({ bucket: 'b' }), text({ objectKey: 'k' }), text({ bucket: 'b', objectKey: 'k', versionId: 7 }), '{"bucket":"b","objectKey":"k","__proto__":{"polluted":true}}'),
   deletedObjects: fc.constantFrom('[]', '"x"', '{}', '[{}]', '[null]', '[5]', text([{ objectKey: 5 }]), text(Array.from({ length: 1001 }, (_, i) => ({ objectKey: `k${i}` })))),
 };
 
