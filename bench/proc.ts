@@ -166,7 +166,7 @@ export async function startBucketmeter(options: { cpu: number | undefined; dataD
   const child = spawnNode(options.cpu, args, { env: { LOG_LEVEL: 'info' }, nodeFlags: options.nodeFlags ?? [] });
   try {
     const listening = await child.waitFor(/"port":(\d+)[^\n]*"msg":"bucketmeter listening"/, 30_000);
-    const key = await child.waitFor(/^\s+(bmk_[A-Za-z0-9_-]+)\s*$/m, 1_000);
+    const key = await child.waitFor(/^\s+([A-Za-z0-9]{8}\.[A-Za-z0-9+/]{48})\s*$/m, 1_000);
     return { ...child, url: `http://127.0.0.1:${listening[1]}`, key: key[1]! };
   } catch (error) {
     await child.stop(5_000);

@@ -4,7 +4,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ACTION_NAMES, COMMON_FIELDS, FIELDS, KINDS } from '../src/events/catalogue.js';
+import { ACTION_NAMES, COMMON_FIELDS, DELETED_VERSION_DIALECT, FIELD_FALLBACKS, FIELDS, KINDS, SDK_MEMBERS } from '../src/events/catalogue.js';
+import type { ActionName, FieldName } from '../src/events/catalogue.js';
 import { SETTINGS } from '../src/config.js';
 import { ERRORS } from '../src/errors.js';
 
@@ -41,6 +42,22 @@ export function renderKinds(): string {
   ].join('\n');
 }
 
+/** The SDK dialect's members and where each is stored. */
+export function renderDialects(): string {
+  const code = (name: string) => `\`${name}\``;
+  const kinds = (names: readonly string[]) => names.join(', ');
+  const { versionId, flag, whenFlagged, otherwise } = DELETED_VERSION_DIALECT;
+  const entries = kinds([...DELETED_VERSION_DIALECT.kinds, 'each `deletedObjects` entry']);
+  const having = (field: FieldName) => ACTION_NAMES.filter((name) => (KINDS[name].optional as readonly string[]).includes(field));
+  const rows = [
+    `| ${code(versionId)} with ${code(`${flag}: true`)} | ${entries} | ${code(whenFlagged)} (the delete marker the delete created) |`,
+    `| ${code(versionId)} with ${code(flag)} false or absent | ${entries} | ${code(otherwise)} (the version removed) |`,
+    ...Object.entries(FIELD_FALLBACKS).map(([field, source]) => `| ${code(source)} | ${kinds(having(source))} | ${code(source)}, a field of its own; also ${code(field)} when that is not given |`),
+    ...SDK_MEMBERS.map(({ member, kinds: names, keptAs }) => `| ${code(member)} | ${kinds(names as readonly ActionName[])} | ${code(member)}: ${cell(keptAs)} |`),
+  ];
+  return ['| SDK dialect | kinds | stored as |', '|---|---|---|', ...rows].join('\n');
+}
+
 export function renderSettings(): string {
   const rows = Object.values(SETTINGS).map((s) => `| \`--${s.flag}\` | \`${s.env}\` | ${s.default === undefined ? '–' : `\`${String(s.default)}\``} | ${cell(s.doc)} |`);
   return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
@@ -51,7 +68,7 @@ export function renderErrors(): string {
   return ['| code | status | title | what to do |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-const SECTIONS: Record<string, () => string> = { kinds: renderKinds, settings: renderSettings, errors: renderErrors };
+const SECTIONS: Record<string, () => string> = { kinds: renderKinds, dialects: renderDialects, settings: renderSettings, errors: renderErrors };
 
 /** The README with every generated section replaced by its current rendering. */
 export function regenerate(readme: string): string {

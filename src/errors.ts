@@ -8,6 +8,7 @@ export const ERRORS = {
   BM_ERR_AUTH_MISSING_KEY: { status: 401, title: 'API key missing', hint: 'Send your API key in the X-API-Key header.' },
   BM_ERR_AUTH_INVALID_KEY: { status: 401, title: 'API key invalid', hint: 'The key is unknown or revoked. Check X-API-Key, or create a key with `bucketmeter keys create`.' },
   BM_ERR_EVENT_INVALID: { status: 400, title: 'Event invalid', hint: 'Fix the fields listed in `errors`. The event was kept in quarantine.' },
+  BM_ERR_EVENT_UNMAPPED: { status: 400, title: 'Operation the client could not map', hint: 'The collector sent action "Unknown" (an S3 operation it does not know, named by `classNames`). The event was kept in quarantine under this code.' },
   BM_ERR_BODY_INVALID_JSON: { status: 400, title: 'Body is not valid JSON', hint: 'Send a UTF-8 JSON document. The body was kept in quarantine.' },
   BM_ERR_BODY_NOT_OBJECT: { status: 400, title: 'Body is not a JSON object', hint: 'Send one event as a JSON object, or use the batch path for an array.' },
   BM_ERR_BODY_NOT_ARRAY: { status: 400, title: 'Body is not a JSON array', hint: 'The batch path takes a JSON array of events.' },

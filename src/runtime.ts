@@ -19,6 +19,7 @@ import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
 import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
+import { TelemetryService } from './telemetry/service.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
 export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
@@ -91,6 +92,8 @@ export interface Node {
   app: FastifyInstance;
   store: Store;
   committer: Committer;
+  /** The collectors' telemetry counters (for a /metrics endpoint). */
+  telemetry: TelemetryService;
   /** Stops accepting, finishes in-flight requests, flushes the committer, closes the store. */
   close(): Promise<void>;
 }
@@ -119,10 +122,12 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     quota: new QuarantineQuota({ perDay: config.quarantineMaxPerDay, countSince: (tenantId, since) => store.quarantine.countSince(tenantId, since) }),
     maxRejectedDetailed: config.batchReplyMaxRejected,
   });
+  const telemetry = new TelemetryService(logger);
   const app = await buildHttpServer({
     logger,
     store,
     ingest,
+    telemetry,
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
@@ -153,6 +158,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     app,
     store,
     committer,
+    telemetry,
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);

@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import { minimalWireEvent } from './support/events.js';
 import { createKey, request, runCli, startServer, tempDir } from './support/server.js';
 
-const KEY_PATTERN = /^bmk_[A-Za-z0-9_-]{43}$/;
+/** The hosted service's key format, which its Java collector checks at start. */
+const KEY_PATTERN = /^([A-Za-z0-9]{8}\.)?[A-Za-z0-9+/]{48}$/;
 
 function filesContain(dir: string, needle: string): boolean {
   return readdirSync(dir).some((name) => readFileSync(join(dir, name)).includes(needle));
@@ -55,7 +56,8 @@ describe('bucketmeter keys', () => {
     const row = list.stdout.split('\n').find((l) => l.includes('acme'));
     assert.ok(row);
     const id = row.split(/\s+/)[0]!;
-    assert.match(id, /^[0-9a-f]{12}$/);
+    assert.match(id, /^[A-Za-z0-9]{8}$/);
+    assert.equal(key.split('.')[0], id, 'the key id is the public prefix of the key');
     assert.ok(!filesContain(dataDir, key), 'only the hash is stored');
 
     assert.equal((await runCli(['keys', 'revoke', id, ...store])).code, 0);

@@ -6,7 +6,7 @@
  */
 import { BmError } from '../errors.js';
 import type { KeyStore } from '../store/types.js';
-import { hashKey } from './keys.js';
+import { hashKey, isKeyShaped } from './keys.js';
 
 export interface Tenant {
   id: number;
@@ -23,8 +23,6 @@ export interface AuthenticatorOptions {
   lookupTimeoutMs?: number;
 }
 
-const MAX_KEY_LENGTH = 256;
-
 export class Authenticator {
   private readonly cache = new Map<string, { tenant: Tenant | undefined; until: number }>();
   private readonly cacheMax: number;
@@ -36,7 +34,8 @@ export class Authenticator {
   /** The tenant of `key`; throws a 401 BmError when missing, unknown or revoked. */
   async authenticate(key: string | string[] | undefined): Promise<Tenant> {
     if (key === undefined || key === '') throw new BmError('BM_ERR_AUTH_MISSING_KEY');
-    if (typeof key !== 'string' || key.length > MAX_KEY_LENGTH) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
+    // A string no key can be is refused without a lookup, and takes no room in the cache.
+    if (typeof key !== 'string' || !isKeyShaped(key)) throw new BmError('BM_ERR_AUTH_INVALID_KEY');
     const now = Date.now();
     const hit = this.cache.get(key);
     let tenant: Tenant | undefined;

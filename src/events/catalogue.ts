@@ -25,13 +25,15 @@ export const FIELDS = {
   versionId: { type: 'string', doc: 'object version id (versioned buckets)' },
   bytes: { type: 'bytes', doc: 'size in bytes' },
   isBillableEgress: { type: 'boolean', doc: 'outflow is charged; absent or null means true' },
-  objectCategory: { type: 'string', doc: 'category / file type of the object (wire alias: fileType)' },
-  copySource: { type: 'copySource', doc: 'source of a copy: {bucket, objectKey, versionId?}' },
-  resultingDeleteMarkerVersionId: { type: 'string', doc: 'version id of the delete marker (soft delete)' },
-  hardDeletedVersionId: { type: 'string', doc: 'version id truly removed (hard delete)' },
+  objectCategory: { type: 'string', doc: 'category of the object; when absent, the value of fileType' },
+  fileType: { type: 'string', doc: "file type, the SDKs' field of its own (older wire drafts sent it for objectCategory)" },
+  isSynthetic: { type: 'boolean', doc: "the SDKs' flag, kept as sent (the hosted service never said what it marks)" },
+  copySource: { type: 'copySource', doc: 'source of a copy: {bucket, objectKey, versionId?}; other members kept' },
+  resultingDeleteMarkerVersionId: { type: 'string', doc: 'version id of the delete marker (soft delete); SDK dialect: versionId with isDeleteMarker true' },
+  hardDeletedVersionId: { type: 'string', doc: 'version id truly removed (hard delete); SDK dialect: versionId without isDeleteMarker' },
   deletedObjects: {
     type: 'deletedObjects',
-    doc: '1..1,000 entries {objectKey, resultingDeleteMarkerVersionId?, hardDeletedVersionId?}',
+    doc: '1..1,000 entries {objectKey, resultingDeleteMarkerVersionId?, hardDeletedVersionId?}; SDK dialect {objectKey, versionId?, isDeleteMarker?} mapped',
   },
   objectKeyPrefix: { type: 'string', doc: 'common key prefix' },
   uploadId: { type: 'string', doc: 'multipart upload id' },
@@ -78,11 +80,11 @@ export const KINDS = {
   },
   PutObject: {
     code: 2, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
-    optional: ['versionId', 'objectCategory'], doc: 'object uploaded',
+    optional: ['versionId', 'objectCategory', 'fileType', 'isSynthetic'], doc: 'object uploaded',
   },
   PostObject: {
     code: 3, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
-    optional: ['versionId', 'objectCategory'], doc: 'object uploaded by form POST',
+    optional: ['versionId', 'objectCategory', 'fileType', 'isSynthetic'], doc: 'object uploaded by form POST',
   },
   CopyObject: {
     code: 4, group: 'object', required: ['bucket', 'objectKey'],
@@ -142,7 +144,9 @@ export const KINDS = {
   GetObjectLockConfiguration: perBucket(28, 'object-lock configuration retrieved'),
   PutObjectLockConfiguration: perBucket(29, 'object-lock configuration set'),
   ListObjectsV2: listing(30, 'objects listed'),
-  ListObjectVersions: listing(31, 'object versions listed'),
+  ListObjectVersions: {
+    code: 31, group: 'bucket', required: ['bucket'], optional: ['objectKeyPrefix', 'objectKey'], doc: 'object versions listed',
+  },
   HeadObject: perObject(32, 'object accessed'),
   GetObjectAcl: perObject(33, 'object ACL retrieved'),
   PutObjectAcl: perObject(34, 'object ACL set'),
@@ -167,11 +171,49 @@ export function actionByCode(code: number): ActionName | undefined {
   return byCode.get(code);
 }
 
-/** Wire aliases accepted and renamed during normalization. */
-export const FIELD_ALIASES = { bucketName: 'bucket', fileType: 'objectCategory' } as const satisfies Record<
-  string,
-  FieldName
->;
+/** Wire aliases accepted and renamed during normalization; both names with different values are refused. */
+export const FIELD_ALIASES = { bucketName: 'bucket' } as const satisfies Record<string, FieldName>;
+
+/**
+ * A field left absent takes the value of another field of the same event, which is kept as well:
+ * older wire drafts sent fileType for objectCategory, and the SDKs send both as independent fields.
+ */
+export const FIELD_FALLBACKS = { objectCategory: 'fileType' } as const satisfies { [F in FieldName]?: FieldName };
+
+/**
+ * The SDKs' dialect (shared/spec/wire-format.md, "The second dialect") names a deleted version with
+ * `versionId` and `isDeleteMarker` instead of the two version fields, on DeleteObject and on each
+ * deletedObjects entry. `isDeleteMarker: true` maps `versionId` onto `resultingDeleteMarkerVersionId`
+ * (the delete marker the delete created); otherwise onto `hardDeletedVersionId` (the version removed).
+ * A pair that cannot be mapped (no versionId, or the target field already holds another id) is kept
+ * as sent, like any unknown member: never refused.
+ */
+export const DELETED_VERSION_DIALECT = {
+  kinds: ['DeleteObject'],
+  versionId: 'versionId',
+  flag: 'isDeleteMarker',
+  whenFlagged: 'resultingDeleteMarkerVersionId',
+  otherwise: 'hardDeletedVersionId',
+} as const satisfies { kinds: readonly ActionName[]; whenFlagged: FieldName; otherwise: FieldName; versionId: string; flag: string };
+
+/**
+ * Members only the SDKs send (beyond the mappings above), and what they are kept as. With the two
+ * declarations above, the README's dialect table is rendered from these.
+ */
+export const SDK_MEMBERS = [
+  { member: 'isSynthetic', kinds: ['PutObject', 'PostObject'], keptAs: 'as sent (the hosted service never said what it marks)' },
+  {
+    member: 'objectKey',
+    kinds: ['ListObjectVersions'],
+    keptAs: 'the key whose versions were listed (the Java collector sends a prefix instead, kept as objectKeyPrefix)',
+  },
+] as const satisfies readonly { member: FieldName; kinds: readonly ActionName[]; keptAs: string }[];
+
+/**
+ * The Java collector sends an operation it could not map as `action: "Unknown"` (with `classNames`).
+ * Such an event is refused like any unknown kind, but quarantined under a code of its own.
+ */
+export const UNMAPPED_ACTION = 'Unknown';
 
 /** Values a field takes when the client leaves it absent (or sends null or ""). */
 export const FIELD_DEFAULTS = { isBillableEgress: true } as const satisfies { [F in FieldName]?: FieldValue<F> };
@@ -181,12 +223,14 @@ export const RESERVED_FIELDS = ['receivedAt'] as const;
 
 // ---- Types derived from the catalogue ----
 
+/** Members the client sent beyond these are kept as sent (bounded like unknown top-level fields). */
 export interface CopySource {
   bucket: string;
   objectKey: string;
   versionId?: string;
 }
 
+/** Like CopySource, keeps unknown members; the SDK dialect's versionId/isDeleteMarker are mapped first. */
 export interface DeletedObject {
   objectKey: string;
   resultingDeleteMarkerVersionId?: string;
@@ -240,6 +284,8 @@ export interface EventRecord {
   bytes?: number;
   isBillableEgress?: boolean;
   objectCategory?: string;
+  fileType?: string;
+  isSynthetic?: boolean;
   copySource?: CopySource;
   resultingDeleteMarkerVersionId?: string;
   hardDeletedVersionId?: string;

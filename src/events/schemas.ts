@@ -12,6 +12,7 @@ import type { ErrorObject, KeywordCxt, SchemaObject, ValidateFunction } from 'aj
 import {
   ACTION_NAMES,
   COMMON_FIELDS,
+  DELETED_VERSION_DIALECT,
   FIELD_ALIASES,
   FIELDS,
   KINDS,
@@ -20,7 +21,7 @@ import {
   MAX_STRING_BYTES,
 } from './catalogue.js';
 import type { ActionName, CommonFieldName, CopySource, DeletedObject, FieldName, FieldType } from './catalogue.js';
-import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
+import { describeReceived, pointerToken } from './field-error.js';
 import type { FieldError } from './field-error.js';
 import { parseTimestamp } from './timestamp.js';
 import { SERVER_EVENT_ID_PREFIX } from '../store/types.js';
@@ -169,10 +170,11 @@ function stringMembers(required: Record<string, boolean>): ReadonlyMap<string, S
   return new Map(Object.entries(required).map(([name, isRequired]) => [name, { rule: TEXT, required: isRequired }]));
 }
 
+/** Open: members beyond the slots are kept as sent (validate.ts bounds them like unknown fields). */
 function objectRule(members: ReadonlyMap<string, Slot>): ValueRule & { readonly members: ReadonlyMap<string, Slot> } {
   const shape = shapeOf(members);
   return {
-    schema: objectSchema(members, true),
+    schema: objectSchema(members),
     expected: `object ${shape}`,
     problem: (name) => `${name} must be an object ${shape}`,
     members,
@@ -183,13 +185,19 @@ const COPY_SOURCE = objectRule(
   stringMembers({ bucket: true, objectKey: true, versionId: false } satisfies Record<keyof CopySource, boolean>),
 );
 
-const DELETED_OBJECT = objectRule(
-  stringMembers({
-    objectKey: true,
-    resultingDeleteMarkerVersionId: false,
-    hardDeletedVersionId: false,
-  } satisfies Record<keyof DeletedObject, boolean>),
-);
+/** The SDK dialect's members naming a deleted version (mapped by validate.ts). */
+const DELETED_VERSION_SLOTS: readonly (readonly [string, Slot])[] = [
+  [DELETED_VERSION_DIALECT.versionId, { rule: TEXT, required: false }],
+  [DELETED_VERSION_DIALECT.flag, { rule: BOOLEAN, required: false }],
+];
+
+const DELETED_OBJECT_MEMBERS = stringMembers({
+  objectKey: true,
+  resultingDeleteMarkerVersionId: false,
+  hardDeletedVersionId: false,
+} satisfies Record<keyof DeletedObject, boolean>);
+
+const DELETED_OBJECT = objectRule(new Map([...DELETED_OBJECT_MEMBERS, ...DELETED_VERSION_SLOTS]));
 
 const DELETED_OBJECTS: ValueRule = {
   schema: { type: 'array', minItems: 1, maxItems: MAX_DELETED_OBJECTS, items: DELETED_OBJECT.schema },
@@ -202,10 +210,10 @@ const DELETED_OBJECTS: ValueRule = {
   items: { rule: DELETED_OBJECT, required: false },
 };
 
-/** Members kept when an object value is copied into a normalized event, in schema order. */
+/** The catalogue's members of an object value, in schema order (others are the client's own). */
 export const OBJECT_MEMBERS = {
   copySource: [...COPY_SOURCE.members.keys()],
-  deletedObjects: [...DELETED_OBJECT.members.keys()],
+  deletedObjects: [...DELETED_OBJECT_MEMBERS.keys()],
 } as const satisfies Partial<Record<FieldType, readonly string[]>>;
 
 const RULES_BY_TYPE: Readonly<Record<FieldType, ValueRule>> = {
@@ -240,7 +248,7 @@ function requiredSchema(rule: ValueRule): SchemaObject {
  * The schema of an object with these slots. A required field that has an alias in `slots` is
  * required only when its alias is not given; the alias itself is optional.
  */
-function objectSchema(slots: ReadonlyMap<string, Slot>, closed: boolean): SchemaObject {
+function objectSchema(slots: ReadonlyMap<string, Slot>): SchemaObject {
   const aliasOf = new Map<string, string>();
   for (const [name, slot] of slots) if (slot.aliasOf !== undefined) aliasOf.set(slot.aliasOf, name);
   const properties: Record<string, SchemaObject> = {};
@@ -266,7 +274,6 @@ function objectSchema(slots: ReadonlyMap<string, Slot>, closed: boolean): Schema
     type: 'object',
     properties,
     ...(required.length > 0 ? { required } : {}),
-    ...(closed ? { additionalProperties: false } : {}),
     ...(conditions.length > 0 ? { allOf: conditions } : {}),
   };
 }
@@ -285,6 +292,9 @@ function kindSlots(action: ActionName): Map<string, Slot> {
   const kind = KINDS[action];
   for (const name of kind.required) slots.set(name, { rule: RULES_BY_TYPE[FIELDS[name].type], required: true });
   for (const name of kind.optional) slots.set(name, { rule: RULES_BY_TYPE[FIELDS[name].type], required: false });
+  if ((DELETED_VERSION_DIALECT.kinds as readonly ActionName[]).includes(action)) {
+    for (const [name, slot] of DELETED_VERSION_SLOTS) slots.set(name, slot);
+  }
   for (const [alias, target] of Object.entries(FIELD_ALIASES)) {
     const slot = slots.get(target);
     if (slot !== undefined) slots.set(alias, { rule: slot.rule, required: false, aliasOf: target });
@@ -294,7 +304,7 @@ function kindSlots(action: ActionName): Map<string, Slot> {
 
 /** A kind's schema: its object schema with `action` pinned to the kind. Unknown fields are allowed. */
 function kindSchema(action: ActionName, slots: ReadonlyMap<string, Slot>): SchemaObject {
-  const schema = objectSchema(slots, false);
+  const schema = objectSchema(slots);
   return {
     ...schema,
     properties: { action: { const: action }, ...(schema.properties as Record<string, SchemaObject>) },
@@ -322,7 +332,7 @@ const COMPILED = Object.fromEntries(
 /** For an input whose action is unknown: its common fields can still be checked. */
 const COMPILED_COMMON = (() => {
   const slots = commonSlots();
-  return compile(objectSchema(slots, false), slots);
+  return compile(objectSchema(slots), slots);
 })();
 
 /** The JSON schema of every kind, as compiled (for documentation and tests). */
@@ -391,17 +401,6 @@ function explain(error: ErrorObject, slots: ReadonlyMap<string, Slot>): FieldErr
         message: `${name} is required`,
         expected: slot?.rule.expected ?? 'a value',
         received: 'nothing',
-      };
-    }
-    case 'additionalProperties': {
-      const field = String(error.params.additionalProperty);
-      const { slot, name } = locate(error.instancePath, slots);
-      const allowed = [...(slot?.rule.members?.keys() ?? [])].join(', ');
-      return {
-        path: `${error.instancePath}/${pointerToken(field)}`,
-        message: `${name} does not take a field ${quoteExcerpt(field)}`,
-        expected: `only ${allowed}`,
-        received: describeReceived((error.data as Record<string, unknown>)[field]),
       };
     }
     default: {

@@ -7,11 +7,14 @@
 import {
   ACTION_NAMES,
   COMMON_FIELDS,
+  DELETED_VERSION_DIALECT,
   FIELD_ALIASES,
   FIELD_DEFAULTS,
+  FIELD_FALLBACKS,
   FIELDS,
   KINDS,
   RESERVED_FIELDS,
+  UNMAPPED_ACTION,
   isActionName,
 } from './catalogue.js';
 import type { ActionName, CommonFieldName, EventRecord, FieldName } from './catalogue.js';
@@ -28,7 +31,8 @@ export interface EventValidatorOptions {
   maxExtraBytes: number;
 }
 
-export type ValidationResult = { ok: true; event: EventRecord } | { ok: false; errors: FieldError[] };
+/** `unmapped`: the event is one the Java collector could not map (`action: "Unknown"`). */
+export type ValidationResult = { ok: true; event: EventRecord } | { ok: false; errors: FieldError[]; unmapped: boolean };
 
 export interface EventValidator {
   /**
@@ -46,19 +50,25 @@ export const MAX_EXTRA_DEPTH = 32;
 const KNOWN = 0;
 const FOREIGN = 1;
 const FORBIDDEN = 2;
+/** A member of the SDK dialect's deleted version: mapped, or kept as unknown when it cannot be. */
+const DIALECT = 3;
 /** What a top-level name means for one kind; names not in the map are unknown (kept in `extra`). */
-type Role = typeof KNOWN | typeof FOREIGN | typeof FORBIDDEN;
+type Role = typeof KNOWN | typeof FOREIGN | typeof FORBIDDEN | typeof DIALECT;
 
-/** Names that could reach a prototype in careless code downstream, and names the server sets. */
-const FORBIDDEN_NAMES: readonly string[] = ['__proto__', 'constructor', 'prototype', ...RESERVED_FIELDS];
+/** Names that could reach a prototype in careless code downstream. */
+const PROTOTYPE_NAMES: readonly string[] = ['__proto__', 'constructor', 'prototype'];
+/** Top-level names refused: those, and the names the server sets. */
+const FORBIDDEN_NAMES: readonly string[] = [...PROTOTYPE_NAMES, ...RESERVED_FIELDS];
 
 const OPTIONAL_COMMON = (Object.keys(COMMON_FIELDS) as CommonFieldName[]).filter((name) => !COMMON_FIELDS[name].required);
 
 interface FieldPlan {
   readonly name: FieldName;
-  readonly alias: string | undefined;
-  /** Copies a nested value without its absent members; undefined for plain values. */
-  readonly copy: ((value: unknown) => unknown) | undefined;
+  /** The other name the value is taken from when the field is not given: its alias, or its fallback field. */
+  readonly source: string | undefined;
+  /** Members of an object value that are the catalogue's (others are the client's own, kept as sent). */
+  readonly members: ReadonlySet<string> | undefined;
+  readonly isList: boolean;
   readonly fallback: unknown;
 }
 
@@ -66,40 +76,51 @@ interface KindPlan {
   readonly fields: readonly FieldPlan[];
   readonly aliases: readonly (readonly [alias: string, target: FieldName])[];
   readonly roles: ReadonlyMap<string, Role>;
+  /** Whether the SDK dialect's versionId/isDeleteMarker are mapped at top level. */
+  readonly deletedVersion: boolean;
 }
 
-function keepGiven(source: unknown, members: readonly string[]): Record<string, unknown> {
-  const from = source as Record<string, unknown>;
-  const copy: Record<string, unknown> = {};
-  for (const member of members) {
-    const value = from[member];
-    if (isGiven(value)) copy[member] = value;
-  }
-  return copy;
-}
-
-const copySource = (value: unknown) => keepGiven(value, OBJECT_MEMBERS.copySource);
-const copyDeletedObjects = (value: unknown) =>
-  (value as unknown[]).map((entry) => keepGiven(entry, OBJECT_MEMBERS.deletedObjects));
+const COPY_SOURCE_MEMBERS: ReadonlySet<string> = new Set(OBJECT_MEMBERS.copySource);
+const DELETED_OBJECT_MEMBERS: ReadonlySet<string> = new Set(OBJECT_MEMBERS.deletedObjects);
 
 function planKind(action: ActionName): KindPlan {
   const kind = KINDS[action];
   const own: readonly FieldName[] = [...kind.required, ...kind.optional];
   const aliases = Object.entries(FIELD_ALIASES).filter(([, target]) => own.includes(target));
+  const fallbacks = FIELD_FALLBACKS as Partial<Record<FieldName, FieldName>>;
   const fields = own.map((name): FieldPlan => {
     const type = FIELDS[name].type;
+    const fallbackField = fallbacks[name];
     return {
       name,
-      alias: aliases.find(([, target]) => target === name)?.[0],
-      copy: type === 'copySource' ? copySource : type === 'deletedObjects' ? copyDeletedObjects : undefined,
+      source: aliases.find(([, target]) => target === name)?.[0] ?? (fallbackField !== undefined && own.includes(fallbackField) ? fallbackField : undefined),
+      members: type === 'copySource' ? COPY_SOURCE_MEMBERS : type === 'deletedObjects' ? DELETED_OBJECT_MEMBERS : undefined,
+      isList: type === 'deletedObjects',
       fallback: (FIELD_DEFAULTS as Partial<Record<FieldName, unknown>>)[name],
     };
   });
+  const deletedVersion = (DELETED_VERSION_DIALECT.kinds as readonly ActionName[]).includes(action);
   const roles = new Map<string, Role>();
   for (const name of [...Object.keys(FIELDS), ...Object.keys(FIELD_ALIASES)]) roles.set(name, FOREIGN);
+  if (deletedVersion) for (const name of [DELETED_VERSION_DIALECT.versionId, DELETED_VERSION_DIALECT.flag]) roles.set(name, DIALECT);
   for (const name of [...Object.keys(COMMON_FIELDS), ...own, ...aliases.map(([alias]) => alias)]) roles.set(name, KNOWN);
   for (const name of FORBIDDEN_NAMES) roles.set(name, FORBIDDEN);
-  return { fields, aliases, roles };
+  return { fields, aliases, roles, deletedVersion };
+}
+
+/** Where the SDK dialect's {versionId, isDeleteMarker} of `source` map to, or undefined to keep them as sent. */
+function mapDeletedVersion(source: Record<string, unknown>): { field: FieldName; value: unknown } | undefined {
+  const value = source[DELETED_VERSION_DIALECT.versionId];
+  if (!isGiven(value)) return undefined;
+  const field = source[DELETED_VERSION_DIALECT.flag] === true ? DELETED_VERSION_DIALECT.whenFlagged : DELETED_VERSION_DIALECT.otherwise;
+  const given = source[field];
+  return !isGiven(given) || given === value ? { field, value } : undefined;
+}
+
+/** The client's own fields and members, as sent: their names (for messages) and size as JSON. */
+interface Unknowns {
+  names: string[];
+  bytes: number;
 }
 
 const PLANS = Object.fromEntries(ACTION_NAMES.map((action) => [action, planKind(action)])) as Record<ActionName, KindPlan>;
@@ -123,7 +144,7 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
         // Without a kind only the common fields can be checked; the client still learns of those.
         errors.push(actionError(action));
         checkCommonSchema(input, errors);
-        return invalid(errors);
+        return invalid(errors, action === UNMAPPED_ACTION);
       }
       const plan = PLANS[action];
       checkKindSchema(action, input, errors);
@@ -139,7 +160,23 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
           });
         }
       }
-      const extra = collectExtra(input, plan.roles, maxExtraBytes, errors);
+      const unknowns: Unknowns = { names: [], bytes: 0 };
+      const deletedVersion = plan.deletedVersion ? mapDeletedVersion(input) : undefined;
+      const extra = collectExtra(input, plan.roles, plan.deletedVersion && deletedVersion === undefined, unknowns, errors);
+      // Object values are copied now: their unknown members count against the same bound.
+      let copies: Map<FieldName, unknown> | undefined;
+      for (const field of plan.fields) {
+        if (field.members === undefined) continue;
+        const value = input[field.name];
+        if (!isGiven(value)) continue;
+        const copy = field.isList
+          ? Array.isArray(value)
+            ? value.map((entry, i) => copyObject(entry, field.members!, true, `${field.name}/${i}`, unknowns, errors))
+            : value
+          : copyObject(value, field.members, false, field.name, unknowns, errors);
+        (copies ??= new Map()).set(field.name, copy);
+      }
+      if (unknowns.bytes > maxExtraBytes) errors.push(extraTooLarge(unknowns, maxExtraBytes));
       if (errors.length > 0) return invalid(errors);
 
       // The schema passed, so the fields below have their types and the timestamp parsed.
@@ -150,11 +187,12 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
         if (isGiven(value)) fields[name] = value;
       }
       for (const field of plan.fields) {
-        let value = input[field.name];
-        if (!isGiven(value) && field.alias !== undefined) value = input[field.alias];
-        if (isGiven(value)) fields[field.name] = field.copy === undefined ? value : field.copy(value);
+        let value = copies?.get(field.name) ?? input[field.name];
+        if (!isGiven(value) && field.source !== undefined) value = input[field.source];
+        if (isGiven(value)) fields[field.name] = value;
         else if (field.fallback !== undefined) fields[field.name] = field.fallback;
       }
+      if (deletedVersion !== undefined) fields[deletedVersion.field] = deletedVersion.value;
       if (extra !== undefined) event.extra = extra;
       return { ok: true, event };
     },
@@ -180,48 +218,85 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function collectExtra(
   input: Record<string, unknown>,
   roles: ReadonlyMap<string, Role>,
-  maxBytes: number,
+  keepDialect: boolean,
+  unknowns: Unknowns,
   errors: FieldError[],
 ): Record<string, unknown> | undefined {
   let extra: Record<string, unknown> | undefined;
   for (const key of Object.keys(input)) {
     const role = roles.get(key);
-    if (role === KNOWN) continue;
+    if (role === KNOWN || (role === DIALECT && !keepDialect)) continue;
     const value = input[key];
-    if (role === FORBIDDEN) {
-      errors.push(forbiddenError(key, value));
-    } else if (role === FOREIGN && !isGiven(value)) {
-      continue;
-    } else if (nestsDeeperThan(value, MAX_EXTRA_DEPTH)) {
-      errors.push({
-        path: `/${pointerToken(key)}`,
-        message: `${quoteExcerpt(key)} nests deeper than ${MAX_EXTRA_DEPTH} levels`,
-        expected: `a JSON value at most ${MAX_EXTRA_DEPTH} levels deep`,
-        received: describeReceived(value),
-      });
-    } else if (value !== undefined) {
-      const inexact = inexactNumberError(value, `/${pointerToken(key)}`);
-      if (inexact !== undefined) {
-        errors.push(inexact);
-        continue;
-      }
-      // `__proto__` is forbidden above, so this assignment cannot reach a prototype.
-      (extra ??= {})[key] = value;
-    }
+    if ((role === FOREIGN || role === DIALECT) && !isGiven(value)) continue;
+    // `__proto__` is FORBIDDEN, so this assignment cannot reach a prototype.
+    if (checkUnknown(key, value, role === FORBIDDEN, `/${pointerToken(key)}`, errors)) (extra ??= {})[key] = value;
   }
   if (extra === undefined) return undefined;
-  const bytes = Buffer.byteLength(JSON.stringify(extra), 'utf8');
-  if (bytes > maxBytes) {
-    const names = Object.keys(extra);
-    const listed = names.slice(0, 3).map(quoteExcerpt).join(', ') + (names.length > 3 ? ', …' : '');
-    errors.push({
-      path: '',
-      message: `the unknown fields (${listed}) take ${bytes} bytes as JSON; at most ${maxBytes} are kept`,
-      expected: `unknown fields of at most ${maxBytes} bytes as JSON in total`,
-      received: `${bytes} bytes in ${names.length} unknown field${names.length === 1 ? '' : 's'}`,
-    });
-  }
+  unknowns.names.push(...Object.keys(extra));
+  unknowns.bytes += Buffer.byteLength(JSON.stringify(extra), 'utf8');
   return extra;
+}
+
+/** Whether an unknown name and its value may be kept; if not, says why in `errors`. */
+function checkUnknown(key: string, value: unknown, forbidden: boolean, path: string, errors: FieldError[]): boolean {
+  if (forbidden) {
+    errors.push(forbiddenError(key, value, path));
+    return false;
+  }
+  if (nestsDeeperThan(value, MAX_EXTRA_DEPTH)) {
+    errors.push({
+      path,
+      message: `${quoteExcerpt(key)} nests deeper than ${MAX_EXTRA_DEPTH} levels`,
+      expected: `a JSON value at most ${MAX_EXTRA_DEPTH} levels deep`,
+      received: describeReceived(value),
+    });
+    return false;
+  }
+  if (value === undefined) return false;
+  const inexact = inexactNumberError(value, path);
+  if (inexact !== undefined) {
+    errors.push(inexact);
+    return false;
+  }
+  return true;
+}
+
+/**
+ * An object value's copy: the catalogue's members that are given, the SDK dialect's deleted version
+ * mapped (deletedObjects entries), and the client's own members as sent. A value that is not an
+ * object is returned as is: the schema has already said what is wrong with it.
+ */
+function copyObject(value: unknown, members: ReadonlySet<string>, deletedVersion: boolean, path: string, unknowns: Unknowns, errors: FieldError[]): unknown {
+  if (!isPlainObject(value)) return value;
+  const mapped = deletedVersion ? mapDeletedVersion(value) : undefined;
+  const copy: Record<string, unknown> = {};
+  let own: Record<string, unknown> | undefined;
+  for (const key of Object.keys(value)) {
+    const member = value[key];
+    if (members.has(key)) {
+      if (isGiven(member)) copy[key] = member;
+    } else if (deletedVersion && (key === DELETED_VERSION_DIALECT.versionId || key === DELETED_VERSION_DIALECT.flag)) {
+      if (mapped === undefined && isGiven(member)) (own ??= {})[key] = member;
+    } else if (checkUnknown(key, member, PROTOTYPE_NAMES.includes(key), `/${path}/${pointerToken(key)}`, errors)) {
+      (own ??= {})[key] = member;
+    }
+  }
+  if (mapped !== undefined) copy[mapped.field] = mapped.value;
+  if (own === undefined) return copy;
+  unknowns.names.push(...Object.keys(own).map((key) => `${path.replace(/\/(\d+)$/, '[$1]')}.${key}`));
+  unknowns.bytes += Buffer.byteLength(JSON.stringify(own), 'utf8');
+  return Object.assign(copy, own);
+}
+
+function extraTooLarge(unknowns: Unknowns, maxBytes: number): FieldError {
+  const { names, bytes } = unknowns;
+  const listed = names.slice(0, 3).map(quoteExcerpt).join(', ') + (names.length > 3 ? ', …' : '');
+  return {
+    path: '',
+    message: `the unknown fields (${listed}) take ${bytes} bytes as JSON; at most ${maxBytes} are kept`,
+    expected: `unknown fields of at most ${maxBytes} bytes as JSON in total`,
+    received: `${bytes} bytes in ${names.length} unknown field${names.length === 1 ? '' : 's'}`,
+  };
 }
 
 function nestsDeeperThan(value: unknown, levels: number): boolean {
@@ -233,10 +308,10 @@ function nestsDeeperThan(value: unknown, levels: number): boolean {
   return false;
 }
 
-function forbiddenError(key: string, value: unknown): FieldError {
+function forbiddenError(key: string, value: unknown, path: string): FieldError {
   const reserved = (RESERVED_FIELDS as readonly string[]).includes(key);
   return {
-    path: `/${key}`,
+    path,
     message: reserved ? `${key} is set by the server; a client may not send it` : `${key} cannot be used as a field name`,
     expected: reserved ? `no ${key} field` : 'a field name other than __proto__, constructor or prototype',
     received: describeReceived(value),
@@ -271,11 +346,11 @@ function actionProblem(value: unknown): string {
 }
 
 /** One error per path (the first found), sorted by path, at most MAX_FIELD_ERRORS. */
-function invalid(errors: FieldError[]): { ok: false; errors: FieldError[] } {
+function invalid(errors: FieldError[], unmapped = false): { ok: false; errors: FieldError[]; unmapped: boolean } {
   const byPath = new Map<string, FieldError>();
   for (const error of errors) if (!byPath.has(error.path)) byPath.set(error.path, error);
   const sorted = [...byPath.values()].sort((a, b) => comparePointers(a.path, b.path));
-  return { ok: false, errors: sorted.slice(0, MAX_FIELD_ERRORS) };
+  return { ok: false, errors: sorted.slice(0, MAX_FIELD_ERRORS), unmapped };
 }
 
 const INDEX = /^(0|[1-9][0-9]*)$/;

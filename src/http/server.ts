@@ -9,13 +9,14 @@ import Fastify, { LogController } from 'fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authenticator, Tenant } from '../auth/authenticator.js';
-import type { RateLimiter } from '../auth/rate-limit.js';
+import { RateLimiter } from '../auth/rate-limit.js';
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { IngestService } from '../ingest/service.js';
 import type { Store } from '../store/types.js';
 import { InvalidCursorError } from '../store/types.js';
 import { registerAccessLog } from './access-log.js';
+import type { TelemetryService } from '../telemetry/service.js';
 import { readBody } from './body.js';
 import { continueAfterChecks } from './continue.js';
 import type { BodyLimits } from './body.js';
@@ -23,6 +24,7 @@ import { toProblem } from './problem.js';
 import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { statusRoutes } from './routes/status.js';
+import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,6 +40,7 @@ export interface HttpDeps {
   logger: Logger;
   store: Store;
   ingest: IngestService;
+  telemetry: TelemetryService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
@@ -116,6 +119,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(statusRoutes({ store: deps.store, recommendedBatchSize: deps.recommendedBatchSize, commitsFailing: deps.commitsFailing }));
   await app.register(ingestRoutes(deps.ingest, deps.limits));
   await app.register(eventsRoutes(deps.store));
+  await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
   return app;
 }
 

@@ -63,7 +63,7 @@ export class IngestService {
       return this.reject(tenantId, receivedAt, source, 'BM_ERR_BODY_NOT_OBJECT', errors, body);
     }
     const result = this.options.validator.validate(value, receivedAt);
-    if (!result.ok) return this.reject(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, body);
+    if (!result.ok) return this.reject(tenantId, receivedAt, source, rejectionCode(result), result.errors, body);
     const [outcome] = await this.options.committer.submit({
       events: [{ tenantId, receivedAt, event: result.event }],
       quarantine: [],
@@ -120,7 +120,7 @@ export class IngestService {
         kept = bodyKeptAt === undefined ? body : Buffer.from(JSON.stringify({ sameBodyAsIndex: bodyKeptAt }));
         bodyKeptAt ??= index;
       }
-      quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, 'BM_ERR_EVENT_INVALID', result.errors, kept, index));
+      quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, rejectionCode(result), result.errors, kept, index));
     }
     // Throws before anything is submitted: a refused batch stores nothing.
     this.options.quota.take(tenantId, quarantine.length, receivedAt);
@@ -159,6 +159,11 @@ export class IngestService {
       truncated,
     };
   }
+}
+
+/** The code an invalid event is answered and quarantined with: unmapped ones get their own, to be found and counted. */
+export function rejectionCode(result: { unmapped: boolean }): ErrorCode {
+  return result.unmapped ? 'BM_ERR_EVENT_UNMAPPED' : 'BM_ERR_EVENT_INVALID';
 }
 
 const BOM = 0xfeff;

@@ -4,7 +4,7 @@
  * mid-replay can never store an event twice; what still fails stays in quarantine.
  */
 import type { EventValidator } from '../events/validate.js';
-import { decodeJson, serializeItem } from '../ingest/service.js';
+import { decodeJson, rejectionCode, serializeItem } from '../ingest/service.js';
 import type { EventToStore, QuarantineEntry, QuarantineInput, Store } from '../store/types.js';
 
 export interface ReplayResult {
@@ -57,7 +57,7 @@ function retry(entry: QuarantineEntry, validator: EventValidator): { events: Eve
     // The clock of the original receipt decides "too far in the future", as it did then.
     const result = validator.validate(item, receivedAt);
     if (result.ok) events.push({ tenantId, receivedAt, event: result.event });
-    else quarantine.push({ tenantId, receivedAt, code: 'BM_ERR_EVENT_INVALID', errors: result.errors, source: entry.source, index, body: serializeItem(item) ?? entry.body, truncated: false });
+    else quarantine.push({ tenantId, receivedAt, code: rejectionCode(result), errors: result.errors, source: entry.source, index, body: serializeItem(item) ?? entry.body, truncated: false });
   });
   if (events.length === 0) return undefined;
   return { events, quarantine: isBatch ? quarantine : [] };

@@ -24,6 +24,8 @@ const JSON_FIELDS = [
   'deletedObjects',
   'objectKeyPrefix',
   'force',
+  'fileType',
+  'isSynthetic',
 ] as const;
 
 /**

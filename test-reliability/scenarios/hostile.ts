@@ -15,7 +15,7 @@ import { Pool } from 'undici';
 import { ERRORS } from '../../src/errors.js';
 import { createKey, request, runCli, startServer } from '../../test/support/server.js';
 import type { ServerProcess } from '../../test/support/server.js';
-import { BODY_KINDS, CATEGORIES, EVENT_ID_SLOT, hostileRequests, rawRequests } from '../support/hostile.js';
+import { BODY_KINDS, CATEGORIES, EVENT_ID_SLOT, hostileRequests, invalidEventCode, rawRequests } from '../support/hostile.js';
 import type { HostileRequest } from '../support/hostile.js';
 import { MiB, Tally, report, sampleRss } from '../support/measure.js';
 import { PROBE_LINE, probeEnv } from '../support/pollution-probe.js';
@@ -131,7 +131,10 @@ async function sendHostile(pool: Pool, req: HostileRequest, run: Run): Promise<v
     }
     case 'batch': {
       // Each rejected item of a batch is quarantined on its own, as an invalid event.
-      if (expect.rejected.length > 0) run.quarantineExpected.add('BM_ERR_EVENT_INVALID', expect.rejected.length);
+      if (expect.rejected.length > 0) {
+        const items = JSON.parse(String(req.body)) as unknown[];
+        for (const index of expect.rejected) run.quarantineExpected.add(invalidEventCode(items[index]), 1);
+      }
       if (status !== 200) return fail(`expected a batch reply, got ${status} ${bytes.toString().slice(0, 200)}`);
       const reply = json();
       if (!sameMembers(reply, ['accepted', 'duplicates', 'rejected', 'rejectedCount'])) return fail(`batch reply members ${Object.keys(reply).join(',')}`);

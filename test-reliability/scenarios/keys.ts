@@ -41,13 +41,18 @@ export async function keysOptions(of: Backend): Promise<KeysOptions> {
   return { target, rateLimitTarget: of.name === 'sqlite' ? await freshTarget(of) : target, nodes: KEYS_NODES[of.name] };
 }
 
-/** Everything a key could be found as in bytes: itself, without its prefix, its random bytes (raw, hex), as a JSON byte array. */
+/**
+ * Everything a key could be found as in bytes: itself, without its prefix (the public key id and its
+ * dot, or an older key's `bmk_`), its random bytes (raw, hex), as a JSON byte array.
+ */
 function forms(key: string): { name: string; needle: Buffer }[] {
-  const random = Buffer.from(key.slice(4), 'base64url');
+  const dot = key.indexOf('.');
+  const secret = dot === -1 ? key.slice(4) : key.slice(dot + 1);
+  const random = Buffer.from(secret, dot === -1 ? 'base64url' : 'base64');
   const ascii = Buffer.from(key);
   return [
     { name: 'key', needle: ascii },
-    { name: 'key without prefix', needle: Buffer.from(key.slice(4)) },
+    { name: 'key without prefix', needle: Buffer.from(secret) },
     { name: 'random bytes', needle: random },
     { name: 'random bytes as hex', needle: Buffer.from(random.toString('hex')) },
     { name: 'key as hex', needle: Buffer.from(ascii.toString('hex')) },

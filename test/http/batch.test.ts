@@ -44,7 +44,8 @@ for (const backend of BACKENDS) {
         const unknown = entries.find((q) => q.source === 'POST /s3/batch' && q.index === 1);
         assert.ok(unknown, 'the Unknown event is in quarantine');
         assert.equal(JSON.parse(unknown.body).action, 'Unknown');
-        assert.ok(entries.some((q) => q.source === 'POST /s3/batch' && q.index === 3 && JSON.parse(q.body).bytes === -1));
+        assert.equal(unknown.code, 'BM_ERR_EVENT_UNMAPPED');
+        assert.ok(entries.some((q) => q.source === 'POST /s3/batch' && q.index === 3 && q.code === 'BM_ERR_EVENT_INVALID' && JSON.parse(q.body).bytes === -1));
       });
 
       it('quarantines items nested too deeply to serialize, without failing the batch', async () => {

@@ -107,6 +107,7 @@ for (const backend of BACKENDS) {
           objectKey: 'photos/cat.jpg',
           bytes: 2048,
           objectCategory: 'image',
+          fileType: 'image',
           clientType: 'web',
         });
       });
@@ -121,10 +122,10 @@ for (const backend of BACKENDS) {
         assert.equal((await stored('egress-false')).isBillableEgress, false);
       });
 
-      it('rejects action "Unknown" with a clear error naming /action', async () => {
+      it('rejects action "Unknown" with a clear error naming /action, under a code of its own', async () => {
         const reply = await request(`${server.url}/s3`, { key, body: { action: 'Unknown', timestamp: '2024-05-01T12:00:00Z', provider: 'aws' } });
         assert.equal(reply.status, 400);
-        assert.equal(reply.json.code, 'BM_ERR_EVENT_INVALID');
+        assert.equal(reply.json.code, 'BM_ERR_EVENT_UNMAPPED');
         assert.equal(reply.json.errors[0].path, '/action');
         assert.match(reply.json.errors[0].received, /Unknown/);
       });

@@ -38,6 +38,8 @@ function fieldValue(field: FieldName, kind: ActionName): unknown {
     bytes: Number.MAX_SAFE_INTEGER,
     isBillableEgress: false,
     objectCategory: `image-${kind}`,
+    fileType: `image/jpeg-${kind}`,
+    isSynthetic: true,
     copySource: { bucket: 'photos-us', objectKey: `albums/source-${kind}.jpg`, versionId: 'v-source-1' },
     resultingDeleteMarkerVersionId: `dm-${kind}`,
     hardDeletedVersionId: `hd-${kind}`,

@@ -10,7 +10,7 @@
  * it must yield, for property tests.
  */
 import fc from 'fast-check';
-import { COMMON_FIELDS, FIELD_ALIASES, FIELD_DEFAULTS, FIELDS, KINDS, MAX_STRING_BYTES, RESERVED_FIELDS } from '../../src/events/catalogue.js';
+import { COMMON_FIELDS, FIELD_ALIASES, FIELD_DEFAULTS, FIELD_FALLBACKS, FIELDS, KINDS, MAX_STRING_BYTES, RESERVED_FIELDS } from '../../src/events/catalogue.js';
 import type { ActionName, CopySource, DeletedObject, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
 import { SERVER_EVENT_ID_PREFIX } from '../../src/store/types.js';
 
@@ -44,6 +44,8 @@ export const FIELD_VALUES: { readonly [F in FieldName]: FieldValue<F> } = {
   // false, not the default true, so a test can tell a kept value from a defaulted one.
   isBillableEgress: false,
   objectCategory: 'image',
+  fileType: 'image/jpeg',
+  isSynthetic: true,
   copySource: { bucket: 'media-archive', objectKey: 'photos/2023/08/beach-original.jpg', versionId: 'QUpfdndhfd8438MNFDN93jdnJFkdmqnh893' },
   resultingDeleteMarkerVersionId: 'dm-8GkR2xQq7Yv1',
   hardDeletedVersionId: 'hd-Lm4pZ0c9Tt2w',
@@ -255,6 +257,9 @@ export function wireEventArbitrary(action: ActionName): fc.Arbitrary<GeneratedEv
           if (alias !== undefined && spelling !== 'name') wire[alias] = pair.wire;
         }
         if (pair.value !== OMIT) expected[name] = pair.value;
+      }
+      for (const [field, source] of Object.entries(FIELD_FALLBACKS)) {
+        if (expected[field] === undefined && expected[source] !== undefined && own.has(field)) expected[field] = expected[source];
       }
       for (const [name, empty] of empties) wire[name] = empty;
       Object.assign(wire, extra);

@@ -50,7 +50,7 @@ export async function startServer(options: StartOptions = {}): Promise<ServerPro
   const port = await new Promise<number>((ready, fail) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      bootstrapKey ??= /^\s+(bmk_[A-Za-z0-9_-]+)\s*$/m.exec(output)?.[1];
+      bootstrapKey ??= /^\s+([A-Za-z0-9]{8}\.[A-Za-z0-9+/]{48})\s*$/m.exec(output)?.[1];
       const listening = /"port":(\d+)[^\n]*"msg":"bucketmeter listening"/.exec(output);
       if (listening) ready(Number(listening[1]));
     };
