@@ -3,11 +3,11 @@ import { setImmediate } from 'node:timers/promises';
 import type { Statement } from 'better-sqlite3';
 import { KINDS, actionByCode, isActionName } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
-import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
+import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
 import { InvalidCursorError, serverEventId } from '../types.js';
 import type { EventPage, EventQuery, StoredEvent } from '../types.js';
 import type { Connection } from './connection.js';
-import { FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, T_OBJECT_KEY } from './layout.js';
+import { FIELD_COLUMNS } from './layout.js';
 
 const DICT_CACHE_LIMIT = 200_000;
 
@@ -15,14 +15,8 @@ const FIXED_COLUMNS = ['seq', 'timestamp', 'received_after', 'action'];
 const COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS].join(', ');
 // The object key comes from object_keys, joined by id: a rowid lookup per row returned. A missing
 // row gives the bare id, which #decode refuses.
-const KEYED_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS.map((c, i) => (i === F_TEXTS + T_OBJECT_KEY ? 'ifnull(k.value, object_key)' : c))].join(', ');
+const KEYED_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS.map((c) => (c === 'object_key' ? 'ifnull(k.value, object_key)' : c))].join(', ');
 const JOIN_KEYS = 'LEFT JOIN object_keys k ON k.id = object_key';
-const C_DICT = FIXED_COLUMNS.length + F_DICT;
-const C_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
-const C_INTS = FIXED_COLUMNS.length + F_INTS;
-const C_BILLABLE = FIXED_COLUMNS.length + F_BILLABLE;
-const C_EVENT_ID = FIXED_COLUMNS.length + F_EVENT_ID;
-const C_REST = FIXED_COLUMNS.length + F_REST;
 
 type Row = (number | string | null)[];
 
@@ -146,24 +140,27 @@ export class EventReader {
     if (action === undefined) throw new Error(`event ${seq} has action code ${code}, unknown to this version`);
     // provider is NOT NULL: the dictionary loop below sets it.
     const event: EventRecord = { action, timestamp, provider: '' };
-    for (let f = 0; f < DICT_FIELDS.length; f++) {
-      const id = row[C_DICT + f] as number | null;
-      if (id !== null) event[DICT_FIELDS[f]!] = this.#value(id);
+    // In FIELD_COLUMNS order.
+    let c = FIXED_COLUMNS.length;
+    for (const field of DICT_FIELDS) {
+      const id = row[c++] as number | null;
+      if (id !== null) event[field] = this.#value(id);
     }
-    for (let f = 0; f < TEXT_FIELDS.length; f++) {
-      const value = row[C_TEXTS + f] as string | number | null;
+    for (const field of TEXT_FIELDS) {
+      const value = row[c++] as string | number | null;
       if (typeof value === 'number') throw new Error(`object key id ${value} is missing`);
-      if (value !== null) event[TEXT_FIELDS[f]!] = value;
+      if (value !== null) event[field] = value;
     }
-    for (let f = 0; f < INT_FIELDS.length; f++) {
-      const value = row[C_INTS + f] as number | null;
-      if (value !== null) event[INT_FIELDS[f]!] = value;
+    for (const field of INT_FIELDS) {
+      const value = row[c++] as number | null;
+      if (value !== null) event[field] = value;
     }
-    const billable = row[C_BILLABLE] as number | null;
-    if (billable !== null) event.isBillableEgress = billable === 1;
-    decodeRest(row[C_REST] as string | null, event);
-    const eventId = (row[C_EVENT_ID] as string | null) ?? serverEventId(seq);
-    return Object.assign(event, { eventId, receivedAt: timestamp + (row[2] as number) });
+    for (const field of BOOL_FIELDS) {
+      const value = row[c++] as number | null;
+      if (value !== null) event[field] = value === 1;
+    }
+    decodeRest(row[c] as string | null, event);
+    return Object.assign(event, { eventId: event.eventId ?? serverEventId(seq), receivedAt: timestamp + (row[2] as number) });
   }
 
   #value(id: number): string {
