@@ -175,6 +175,9 @@ export const FIELD_ALIASES = { bucketName: 'bucket', fileType: 'objectCategory' 
 /** Values a field takes when the client leaves it absent (or sends null or ""). */
 export const FIELD_DEFAULTS = { isBillableEgress: true } as const satisfies { [F in FieldName]?: FieldValue<F> };
 
+/** Server-assigned event ids start with this prefix; client eventIds may not (validate.ts). */
+export const SERVER_EVENT_ID_PREFIX = 'bm-';
+
 /** Names set by the server on output; a client may not send them. */
 export const RESERVED_FIELDS = ['receivedAt'] as const;
 

@@ -18,12 +18,12 @@ import {
   MAX_DELETED_OBJECTS,
   MAX_PART_NUMBER,
   MAX_STRING_BYTES,
+  SERVER_EVENT_ID_PREFIX,
 } from './catalogue.js';
 import type { ActionName, CommonFieldName, CopySource, DeletedObject, FieldName, FieldType } from './catalogue.js';
 import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
 import type { FieldError } from './field-error.js';
 import { parseTimestamp } from './timestamp.js';
-import { SERVER_EVENT_ID_PREFIX } from '../store/types.js';
 
 /** How one value is checked, and explained when the check fails. */
 interface ValueRule {
