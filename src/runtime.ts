@@ -13,10 +13,12 @@ import { RateLimiter } from './auth/rate-limit.js';
 import type { Config } from './config.js';
 import { redactUrl } from './config.js';
 import { createEventValidator } from './events/validate.js';
+import { HealthService } from './health/service.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
+import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
 
@@ -121,14 +123,14 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   });
   const app = await buildHttpServer({
     logger,
-    store,
     ingest,
+    events: new EventQueryService(store),
+    // Long enough to span the gaps between commits under load; short enough that a node taken out of
+    // rotation (and so sent no writes) reports healthy again soon after the store recovers.
+    health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
-    // Long enough to span the gaps between commits under load; short enough that a node taken out of
-    // rotation (and so sent no writes) reports healthy again soon after the store recovers.
-    commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS),
     limits: { maxBodyBytes: config.maxBodyBytes, quarantineMaxBytes: config.quarantineMaxBytes },
     requestTimeoutMs: config.requestTimeoutMs,
     accessLog: config.accessLog,

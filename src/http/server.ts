@@ -12,9 +12,9 @@ import type { Authenticator, Tenant } from '../auth/authenticator.js';
 import type { RateLimiter } from '../auth/rate-limit.js';
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
+import type { HealthService } from '../health/service.js';
 import type { IngestService } from '../ingest/service.js';
-import type { Store } from '../store/types.js';
-import { InvalidCursorError } from '../store/types.js';
+import type { EventQueryService } from '../query/events.js';
 import { registerAccessLog } from './access-log.js';
 import { readBody } from './body.js';
 import { continueAfterChecks } from './continue.js';
@@ -31,17 +31,22 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** false: the route answers without an API key. */
     auth?: boolean;
+    /**
+     * Fastify refuses a Content-Type it cannot parse (e.g. `json`) before any body parser runs; a
+     * route that keeps every refused body sets this to read and keep it, then throw the refusal.
+     */
+    keepUnparsedBody?: (request: FastifyRequest) => Promise<never>;
   }
 }
 
 export interface HttpDeps {
   logger: Logger;
-  store: Store;
   ingest: IngestService;
+  events: EventQueryService;
+  health: HealthService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
-  commitsFailing: () => boolean;
   limits: BodyLimits;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
@@ -76,6 +81,9 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
       answerClientError(deps.logger, error, socket);
     },
     frameworkErrors: (error, request, reply) => sendProblem(error, request, reply),
+    // Query strings are checked, not trimmed: a parameter no route names is refused (problem.ts
+    // names it), never silently dropped. verbose: the refusal can say what came.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, verbose: true } },
   };
   const app = Fastify(options) as unknown as FastifyInstance;
   // Node answers an unknown Expect with an empty 417; the onRequest hook answers it.
@@ -95,7 +103,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     );
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async (request) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) throw new BmError('BM_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
     const expect = request.headers.expect;
     if (expect !== undefined && !CONTINUE.test(expect)) throw new BmError('BM_ERR_EXPECTATION_FAILED');
@@ -103,7 +111,6 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     if (request.routeOptions.url === undefined || request.routeOptions.config.auth === false) return;
     request.tenant = await deps.authenticator.authenticate(request.headers['x-api-key']);
     deps.rateLimiter?.take(request.tenant.keyId);
-    void reply;
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -111,17 +118,22 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     void reply.code(problem.status).headers(problem.headers).send(problem.body);
   });
 
-  app.setErrorHandler(sendProblem);
+  // The one error handler: every route's errors reach the reply through toProblem.
+  app.setErrorHandler(async (error, request, reply) => {
+    const keep = request.routeOptions.config.keepUnparsedBody;
+    let answer: unknown = error;
+    if (keep !== undefined && (error as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') answer = await keep(request).catch((refusal: unknown) => refusal);
+    sendProblem(answer, request, reply);
+  });
 
-  await app.register(statusRoutes({ store: deps.store, recommendedBatchSize: deps.recommendedBatchSize, commitsFailing: deps.commitsFailing }));
+  await app.register(statusRoutes({ health: deps.health, recommendedBatchSize: deps.recommendedBatchSize }));
   await app.register(ingestRoutes(deps.ingest, deps.limits));
-  await app.register(eventsRoutes(deps.store));
+  await app.register(eventsRoutes(deps.events));
   return app;
 }
 
 function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = error instanceof InvalidCursorError ? new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made by this server', { errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' }] }) : error;
-  const problem = toProblem(mapped, request.url.split('?', 1)[0]);
+  const problem = toProblem(error, request.url.split('?', 1)[0]);
   if (problem.body.code === 'BM_ERR_INTERNAL') {
     request.log.error({ err: error, code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request failed');
   } else {

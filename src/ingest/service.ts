@@ -10,6 +10,7 @@ import type { EventValidator } from '../events/validate.js';
 import type { CommitUnit, EventOutcome, EventToStore, QuarantineInput } from '../store/types.js';
 import type { Committer } from './committer.js';
 import type { QuarantineQuota } from './quarantine-quota.js';
+import type { BatchResult, SingleResult } from './results.js';
 
 export interface IngestOptions {
   committer: Committer;
@@ -21,20 +22,6 @@ export interface IngestOptions {
   maxRejectedDetailed: number;
   /** Unix seconds now; injectable for tests. */
   now?: () => number;
-}
-
-export interface SingleResult {
-  eventId: string;
-  duplicate: boolean;
-}
-
-export interface BatchResult {
-  accepted: number;
-  duplicates: number;
-  /** The first `maxRejectedDetailed` rejected events, by index. */
-  rejected: { index: number; errors: FieldError[] }[];
-  /** Every rejected event, detailed or not. */
-  rejectedCount: number;
 }
 
 type Decoded = { ok: true; value: unknown } | { ok: false; code: ErrorCode; errors: FieldError[] };
