@@ -13,6 +13,7 @@ import { RateLimiter } from './auth/rate-limit.js';
 import type { Config } from './config.js';
 import { redactUrl } from './config.js';
 import { createEventValidator } from './events/validate.js';
+import type { EventValidator } from './events/validate.js';
 import { HealthService } from './health/service.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
@@ -97,9 +98,10 @@ export interface Node {
   close(): Promise<void>;
 }
 
-export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+/** The group committer in front of the store's event log: every write, ingested or replayed, goes through one. */
+export function createCommitter(config: Config, logger: Logger, store: Store): Committer {
   let commitWarnedAt = -Infinity;
-  const committer = new Committer({
+  return new Committer({
     commit: (unit, deadline) => store.commit(unit, deadline),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
@@ -112,7 +114,15 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
       logger.warn({ err }, `commit failed; requests answered 503 (further failures within ${COMMIT_WARNING_INTERVAL_MS / 1000} s not logged)`);
     },
   });
-  const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+}
+
+export function createValidator(config: Config): EventValidator {
+  return createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+}
+
+export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+  const committer = createCommitter(config, logger, store);
+  const validator = createValidator(config);
   const ingest = new IngestService({
     committer,
     validator,

@@ -9,10 +9,9 @@ import { generateKey } from '../auth/keys.js';
 import { tenantNameProblem } from '../auth/tenant-name.js';
 import type { Config } from '../config.js';
 import { ConfigError, loadConfig, settingFlags } from '../config.js';
-import { createEventValidator } from '../events/validate.js';
 import { formatTimestamp } from '../events/timestamp.js';
 import { replayQuarantine } from '../quarantine/replay.js';
-import { bootstrapKey, createLogger, openStore, startNode } from '../runtime.js';
+import { bootstrapKey, createCommitter, createLogger, createValidator, openStore, startNode } from '../runtime.js';
 import { setupMessage } from '../setup-error.js';
 import type { QuarantineEntry, Store } from '../store/types.js';
 import { helpFor, USAGE } from './help.js';
@@ -210,9 +209,14 @@ async function quarantine(store: Store, config: Config, sub: string | undefined,
       }
     }
     case 'replay': {
-      const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
-      const result = await replayQuarantine(store, validator, tenantId === undefined ? {} : { tenantId });
-      process.stdout.write(JSON.stringify(result) + '\n');
+      const committer = createCommitter(config, createLogger('warn', 2), store);
+      try {
+        const scope = tenantId === undefined ? {} : { tenantId };
+        const result = await replayQuarantine({ quarantine: store.quarantine, committer, validator: createValidator(config), quarantineMaxBytes: config.quarantineMaxBytes, ...scope });
+        process.stdout.write(JSON.stringify(result) + '\n');
+      } finally {
+        await committer.close();
+      }
       return 0;
     }
     default:
