@@ -147,8 +147,9 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),
   });
 
+  // On every node and cluster worker, but run by the one that owns the background jobs.
   const purge = async () => {
-    if (config.quarantineRetentionDays === 0) return;
+    if (config.quarantineRetentionDays === 0 || !(await store.claimJobs())) return;
     const before = Math.floor(Date.now() / 1000) - config.quarantineRetentionDays * 86400;
     const removed = await store.quarantine.purgeBefore(before).catch((err: unknown) => {
       logger.warn({ err }, 'quarantine retention purge failed; will retry');

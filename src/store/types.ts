@@ -144,8 +144,17 @@ export interface Health {
   checkWritable(): Promise<void>;
 }
 
+/**
+ * Background work that must run once, not on every node or cluster worker (the quarantine purge;
+ * rollups later): only the process that owns the jobs runs it.
+ */
+export interface JobOwnership {
+  /** Whether this process owns the background jobs now; claims them when no live process does. */
+  claimJobs(): Promise<boolean>;
+}
+
 /** One database behind every port; what runtime.ts opens, hands out port by port, and closes. */
-export interface Store extends EventLog, Health {
+export interface Store extends EventLog, Health, JobOwnership {
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
   close(): Promise<void>;

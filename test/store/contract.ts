@@ -13,7 +13,7 @@ import type { ActionName, EventRecord, FieldName, FieldValue } from '../../src/e
 import type { FieldError } from '../../src/events/field-error.js';
 import { InvalidCursorError, StoreUnavailableError } from '../../src/store/types.js';
 import type {
-  ApiKeyRecord, CommitUnit, EventLog, EventOutcome, EventQuery, EventToStore, Health, KeyStore, QuarantineEntry,
+  ApiKeyRecord, CommitUnit, EventLog, EventOutcome, EventQuery, EventToStore, Health, JobOwnership, KeyStore, QuarantineEntry,
   QuarantineInput, QuarantineStore, Store, StoredEvent,
 } from '../../src/store/types.js';
 
@@ -125,6 +125,7 @@ type EventLogUnderTest = EventLog & { keys: KeyStore };
 type KeysUnderTest = { keys: KeyStore };
 type QuarantineUnderTest = EventLog & { keys: KeyStore; quarantine: QuarantineStore };
 type HealthUnderTest = Health & EventLog & { keys: KeyStore; close(): Promise<void> };
+type JobsUnderTest = JobOwnership & { close(): Promise<void> };
 
 /** Every port's contract on one backend. */
 export function storeContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions = {}): void {
@@ -133,6 +134,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
   keysContract(name, open, options, titles);
   quarantineContract(name, open, options, titles);
   healthContract(name, open, options, titles);
+  jobsContract(name, open, options, titles);
   // A misspelt skip would silently run the test: refuse it.
   for (const title of Object.keys(options.skip ?? {})) {
     if (!titles.has(title)) throw new Error(`storeContract(${name}): no test titled ${JSON.stringify(title)} to skip`);
@@ -565,6 +567,39 @@ function healthContract(name: string, open: () => Promise<OpenedStore>, options:
         const { tenantId } = await newTenant(own.store);
         await own.store.close();
         await assert.rejects(own.store.commit(unit([at(tenantId, T0, getObject(T0))])), StoreUnavailableError);
+      } finally {
+        await own.cleanup();
+      }
+    });
+  });
+}
+
+function jobsContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<JobsUnderTest>(`jobs contract: ${name}`, open, options, titles, (test) => {
+    test('an open store claims the background jobs when no other process holds them, and keeps them', async (store) => {
+      assert.equal(await store.claimJobs(), true);
+      assert.equal(await store.claimJobs(), true);
+    });
+
+    test('a second store on the same database does not get the jobs while the first holds them, and does once it closes', async (first) => {
+      assert.equal(await first.claimJobs(), true);
+      const second = await open();
+      try {
+        const other = second.store as JobsUnderTest;
+        assert.equal(await other.claimJobs(), false);
+        assert.equal(await other.claimJobs(), false, 'still not, on asking again');
+        await first.close();
+        assert.equal(await other.claimJobs(), true, 'taken over once the owner is gone');
+      } finally {
+        await second.cleanup();
+      }
+    });
+
+    test('a closed store claims nothing', async () => {
+      const own = await open();
+      await own.store.close();
+      try {
+        assert.equal(await own.store.claimJobs(), false);
       } finally {
         await own.cleanup();
       }

@@ -22,17 +22,26 @@ async function tempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-storeContract('sqlite', async () => {
-  const temp = await tempDir();
-  const store = await openSqliteStore({ path: join(temp.dir, 'bucketmeter.db') });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      await temp.remove();
+storeContract(
+  'sqlite',
+  async () => {
+    const temp = await tempDir();
+    const store = await openSqliteStore({ path: join(temp.dir, 'bucketmeter.db') });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await temp.remove();
+      },
+    };
+  },
+  {
+    skip: {
+      // Each open() here is a database file of its own; and SQLite is served by one process, which owns the jobs.
+      'a second store on the same database does not get the jobs while the first holds them, and does once it closes': 'one process per SQLite database',
     },
-  };
-});
+  },
+);
 
 describe('sqlite store', () => {
   it('reopens a file with everything in it, without re-applying migrations', async () => {

@@ -22,6 +22,7 @@ import {
   type EventOutcome,
   type EventPage,
   type EventQuery,
+  type JobOwnership,
   type KeyStore,
   type NewApiKey,
   type QuarantineEntry,
@@ -284,6 +285,7 @@ export class PostgresStore implements Store {
   constructor(
     private readonly pool: Pool,
     private readonly copyMinEvents: number,
+    private readonly jobs: JobOwnership,
     private readonly onClose: () => Promise<void>,
   ) {
     this.dictionary = new Dictionary(pool);
@@ -417,6 +419,10 @@ export class PostgresStore implements Store {
     if (row === undefined || row.recovery || row.read_only === 'on') {
       throw new StoreUnavailableError('PostgreSQL is read-only (standby or read-only transaction mode)');
     }
+  }
+
+  claimJobs(): Promise<boolean> {
+    return this.jobs.claimJobs();
   }
 
   close(): Promise<void> {
