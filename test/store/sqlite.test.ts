@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -15,12 +14,10 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ObjectKeyIds, hashObjectKey, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { EventReader } from '../../src/store/sqlite/read-events.js';
 import type { CommitUnit } from '../../src/store/types.js';
+import { scratchDir } from '../support/scratch.js';
 import { T0, fullEvent, getObject, listAll, newTenant, storeContract } from './contract.js';
 
-async function tempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'bm-sqlite-'));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
+const tempDir = async () => scratchDir('bm-sqlite-');
 
 storeContract(
   'sqlite',
