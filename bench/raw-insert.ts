@@ -97,7 +97,9 @@ async function sqlite(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIn
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   const insertValue = db.prepare('INSERT OR IGNORE INTO dict (value) VALUES (?)');
-  db.transaction(() => dictValues(events).forEach((v) => insertValue.run(v)))();
+  db.transaction(() => {
+    for (const v of dictValues(events)) insertValue.run(v);
+  })();
   const ids = new Map((db.prepare('SELECT id, value FROM dict').all() as { id: number; value: string }[]).map((r) => [r.value, r.id]));
   const dict = (value: string | undefined) => (value === undefined ? null : ids.get(value)!);
   // Object keys live in their own table, ids chosen by the product's own scheme: stored before the

@@ -4,13 +4,13 @@
  */
 import { isIP } from 'node:net';
 
-type Kind = 'int' | 'string';
+type Kind = 'int' | 'string' | 'bool';
 
 interface Setting {
   readonly flag: string;
   readonly env: string;
   readonly kind: Kind;
-  readonly default: number | string | undefined;
+  readonly default: number | string | boolean | undefined;
   readonly doc: string;
   readonly min?: number;
   readonly max?: number;
@@ -45,7 +45,7 @@ export const SETTINGS = {
 } as const satisfies Record<string, Setting>;
 
 type SettingName = keyof typeof SETTINGS;
-type ValueOf<S extends Setting> = S['kind'] extends 'int' ? number : string;
+type ValueOf<S extends Setting> = S['kind'] extends 'int' ? number : S['kind'] extends 'bool' ? boolean : string;
 
 export type Config = {
   [K in SettingName]: (typeof SETTINGS)[K]['default'] extends undefined

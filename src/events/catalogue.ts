@@ -159,7 +159,7 @@ export const ACTION_NAMES = Object.keys(KINDS) as ActionName[];
 const byCode = new Map<number, ActionName>(ACTION_NAMES.map((name) => [KINDS[name].code, name]));
 
 export function isActionName(value: unknown): value is ActionName {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(KINDS, value);
+  return typeof value === 'string' && Object.hasOwn(KINDS, value);
 }
 
 export function actionByCode(code: number): ActionName | undefined {

@@ -191,7 +191,6 @@ function collectExtra(
     if (role === FORBIDDEN) {
       errors.push(forbiddenError(key, value));
     } else if (role === FOREIGN && !isGiven(value)) {
-      continue;
     } else if (nestsDeeperThan(value, MAX_EXTRA_DEPTH)) {
       errors.push({
         path: `/${pointerToken(key)}`,
@@ -206,7 +205,8 @@ function collectExtra(
         continue;
       }
       // `__proto__` is forbidden above, so this assignment cannot reach a prototype.
-      (extra ??= {})[key] = value;
+      extra ??= {};
+      extra[key] = value;
     }
   }
   if (extra === undefined) return undefined;

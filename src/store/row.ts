@@ -112,9 +112,14 @@ export function encodeRest(event: EventRecord): string | null {
   let rest: Record<string, unknown> | undefined;
   for (const name of JSON_FIELDS) {
     const value = event[name];
-    if (value !== undefined) (rest ??= {})[name] = value;
+    if (value === undefined) continue;
+    rest ??= {};
+    rest[name] = value;
   }
-  if (event.extra !== undefined && Object.keys(event.extra).length > 0) (rest ??= {}).x = event.extra;
+  if (event.extra !== undefined && Object.keys(event.extra).length > 0) {
+    rest ??= {};
+    rest.x = event.extra;
+  }
   return rest === undefined ? null : JSON.stringify(rest);
 }
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Pool } from 'pg';
+import { type Client, Pool } from 'pg';
 import type { EventRecord } from '../../src/events/catalogue.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { migrate } from '../../src/store/postgres/migrate.js';

@@ -114,6 +114,7 @@ export interface Reply {
   status: number;
   headers: Headers;
   text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read replies field by field and assert on them.
   json: any;
 }
 

@@ -5,7 +5,7 @@ import type { EventQueryService, RawEventQuery } from '../../query/events.js';
 import { routeSchema } from '../schemas.js';
 
 export function eventsRoutes(events: EventQueryService) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     app.get('/v1/events', { schema: routeSchema(EVENT_QUERY, EVENT_PAGE) }, (request) =>
       events.list(request.tenant.id, request.query as RawEventQuery),
     );

@@ -12,7 +12,7 @@ const SINGLE_PATHS = ['/storage', '/storage/singleCopy', '/s3', '/s3/single'];
 const BATCH_PATHS = ['/storage/batch', '/s3/batch'];
 
 export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     // After the key check (a root hook), before the body is read. A callback hook: no promise per request.
     app.addHook('onRequest', (_request, _reply, done) => {
       ingest.admit();

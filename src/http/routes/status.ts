@@ -16,7 +16,7 @@ const BATCH_SIZE = Type.Integer({ minimum: 1, description: 'a bare integer: what
 const HEALTH = Type.Object({ status: Type.Literal('ok'), store: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]) });
 
 export function statusRoutes(deps: StatusDeps) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     // Both sent as already-serialized JSON text, which Fastify passes through as is.
     app.get('/ping', { schema: routeSchema(NO_QUERY, PONG) }, async (_request, reply) => reply.type(JSON_TYPE).send('"PONG"'));
     for (const url of ['/storage/recommendedBatchSize', '/s3/recommendedBatchSize']) {

@@ -259,12 +259,12 @@ function commitGroup(group: CommitRequest[]): void {
   } catch (err) {
     failure = err;
   }
-  group.forEach((request, i) =>
+  for (const [i, request] of group.entries()) {
     answer(request.id, () => {
       if (seqs === undefined) throw failure;
       return seqs[i]!;
-    }),
-  );
+    });
+  }
 }
 
 /** Now, on the clock of the deadlines the main thread sends (performance.timeOrigin is per thread). */
