@@ -122,11 +122,11 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
       if (!isActionName(action)) {
         // Without a kind only the common fields can be checked; the client still learns of those.
         errors.push(actionError(action));
-        checkCommonSchema(input, errors);
+        checkCommonSchema(input, errors, { timestampText: input.timestamp, timestamp });
         return invalid(errors);
       }
       const plan = PLANS[action];
-      checkKindSchema(action, input, errors);
+      checkKindSchema(action, input, errors, { timestampText: input.timestamp, timestamp });
       for (const [alias, target] of plan.aliases) {
         const aliasValue = input[alias];
         const targetValue = input[target];

@@ -45,7 +45,7 @@ export function problemTypeUri(code: ErrorCode): string {
 }
 
 export function toProblem(thrown: unknown, instance?: string): Problem {
-  const error = fromValidation(thrown) ?? thrown;
+  const error = schemaRefusal(thrown) ?? thrown;
   const code = codeOf(error);
   const spec = ERRORS[code];
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
@@ -83,7 +83,7 @@ interface SchemaError {
 }
 
 /** A request the route's schema refused (Fastify's FST_ERR_VALIDATION), as a coded error naming each field. */
-function fromValidation(error: unknown): BmError | undefined {
+export function schemaRefusal(error: unknown): BmError | undefined {
   const e = error as { code?: unknown; validation?: SchemaError[]; validationContext?: string } | null;
   if (e?.code !== 'FST_ERR_VALIDATION' || !Array.isArray(e.validation)) return undefined;
   const errors = e.validation.map(schemaFieldError);

@@ -32,10 +32,11 @@ declare module 'fastify' {
     /** false: the route answers without an API key. */
     auth?: boolean;
     /**
-     * Fastify refuses a Content-Type it cannot parse (e.g. `json`) before any body parser runs; a
-     * route that keeps every refused body sets this to read and keep it, then throw the refusal.
+     * A route that keeps every body it refuses sets this, for the refusals Fastify makes before the
+     * handler runs (a Content-Type it cannot parse, a query string the schema refuses): it keeps the
+     * body and throws the refusal, or returns undefined for an error it does not keep.
      */
-    keepUnparsedBody?: (request: FastifyRequest) => Promise<never>;
+    keepRefusedBody?: (request: FastifyRequest, error: unknown) => Promise<never> | undefined;
   }
 }
 
@@ -120,10 +121,8 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
 
   // The one error handler: every route's errors reach the reply through toProblem.
   app.setErrorHandler(async (error, request, reply) => {
-    const keep = request.routeOptions.config.keepUnparsedBody;
-    let answer: unknown = error;
-    if (keep !== undefined && (error as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') answer = await keep(request).catch((refusal: unknown) => refusal);
-    sendProblem(answer, request, reply);
+    const kept = request.routeOptions.config.keepRefusedBody?.(request, error);
+    sendProblem(kept === undefined ? error : await kept.catch((refusal: unknown) => refusal), request, reply);
   });
 
   await app.register(statusRoutes({ health: deps.health, recommendedBatchSize: deps.recommendedBatchSize }));

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { minimalWireEvent } from '../support/events.js';
-import { request, startServer } from '../support/server.js';
+import { request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
@@ -118,6 +118,13 @@ for (const backend of BACKENDS) {
           assert.equal(reply.json.errors[0].expected, 'no query parameters');
         }
         assert.deepEqual(await ids('?customerId=c9'), [], 'the refused single event was not stored');
+        // Refused bodies are kept, like every refused input.
+        const exported = await runCli(['quarantine', 'export', ...storeArgs]);
+        const kept = exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { code: string; source: string; body: string });
+        assert.deepEqual(
+          kept.filter((e) => e.code === 'BM_ERR_QUERY_INVALID').map((e) => [e.source, JSON.parse(e.body)]),
+          [['POST /s3', body], ['POST /s3/batch', [body]]],
+        );
       });
     });
   });
