@@ -14,7 +14,7 @@ import {
   RESERVED_FIELDS,
   isActionName,
 } from './catalogue.js';
-import type { ActionName, CommonFieldName, EventRecord, FieldName } from './catalogue.js';
+import type { ActionName, CommonFieldName, EventRecord, FieldName, NormalizedEvent } from './catalogue.js';
 import { inexactNumberError } from './exact-number.js';
 import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
 import type { FieldError } from './field-error.js';
@@ -28,7 +28,7 @@ export interface EventValidatorOptions {
   maxExtraBytes: number;
 }
 
-export type ValidationResult = { ok: true; event: EventRecord } | { ok: false; errors: FieldError[] };
+export type ValidationResult = { ok: true; event: NormalizedEvent } | { ok: false; errors: FieldError[] };
 
 export interface EventValidator {
   /**
@@ -156,7 +156,8 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
         else if (field.fallback !== undefined) fields[field.name] = field.fallback;
       }
       if (extra !== undefined) event.extra = extra;
-      return { ok: true, event };
+      // The kind's schema passed: its required fields are present, with their types.
+      return { ok: true, event: event as NormalizedEvent };
     },
   };
 }

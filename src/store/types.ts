@@ -4,14 +4,14 @@
  * of them; test/store/contract/ checks each port on both the same way. A new capability (usage
  * rollups, say) is a new port, not a wider interface. Times are Unix epoch seconds throughout.
  */
-import type { ActionName, EventRecord } from '../events/catalogue.js';
+import type { ActionName, EventRecord, NormalizedEvent } from '../events/catalogue.js';
 import { SERVER_EVENT_ID_PREFIX } from '../events/catalogue.js';
 import type { FieldError } from '../events/field-error.js';
 
 export interface EventToStore {
   tenantId: number;
   receivedAt: number;
-  event: EventRecord;
+  event: NormalizedEvent;
 }
 
 export interface QuarantineInput {

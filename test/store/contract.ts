@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ACTION_NAMES, KINDS, SERVER_EVENT_ID_PREFIX } from '../../src/events/catalogue.js';
-import type { ActionName, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
+import type { ActionName, EventOf, FieldName, FieldValue, NormalizedEvent } from '../../src/events/catalogue.js';
 import type { FieldError } from '../../src/events/field-error.js';
 import { InvalidCursorError, StoreUnavailableError } from '../../src/store/types.js';
 import type {
@@ -57,7 +57,7 @@ function fieldValue(field: FieldName, kind: ActionName): unknown {
 }
 
 /** An event of `kind` with every field the catalogue allows it, and unknown extra fields. */
-export function fullEvent(kind: ActionName, timestamp: number, eventId?: string): EventRecord {
+export function fullEvent(kind: ActionName, timestamp: number, eventId?: string): NormalizedEvent {
   const event: Record<string, unknown> = {
     action: kind,
     timestamp,
@@ -70,18 +70,18 @@ export function fullEvent(kind: ActionName, timestamp: number, eventId?: string)
   };
   if (eventId !== undefined) event.eventId = eventId;
   for (const field of [...KINDS[kind].required, ...KINDS[kind].optional]) event[field] = fieldValue(field, kind);
-  return event as unknown as EventRecord;
+  return event as unknown as NormalizedEvent;
 }
 
 /** An event of `kind` with its required fields only. */
-export function minimalEvent(kind: ActionName, timestamp: number): EventRecord {
+export function minimalEvent(kind: ActionName, timestamp: number): NormalizedEvent {
   const event: Record<string, unknown> = { action: kind, timestamp, provider: 'aws' };
   for (const field of KINDS[kind].required) event[field] = fieldValue(field, kind);
-  return event as unknown as EventRecord;
+  return event as unknown as NormalizedEvent;
 }
 
 /** A small GetObject, the bulk of real traffic. */
-export function getObject(timestamp: number, fields: Partial<EventRecord> = {}): EventRecord {
+export function getObject(timestamp: number, fields: Partial<EventOf<'GetObject'>> = {}): EventOf<'GetObject'> {
   return { action: 'GetObject', timestamp, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, isBillableEgress: true, ...fields };
 }
 
@@ -94,7 +94,7 @@ export async function newTenant(store: { keys: KeyStore }): Promise<ApiKeyRecord
   });
 }
 
-const at = (tenantId: number, receivedAt: number, event: EventRecord): EventToStore => ({ tenantId, receivedAt, event });
+const at = (tenantId: number, receivedAt: number, event: NormalizedEvent): EventToStore => ({ tenantId, receivedAt, event });
 
 const unit = (events: EventToStore[], quarantine: QuarantineInput[] = [], replayed?: CommitUnit['replayed']): CommitUnit =>
   replayed === undefined ? { events, quarantine } : { events, quarantine, replayed };

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, Pool } from 'pg';
-import type { EventRecord } from '../../src/events/catalogue.js';
+import type { EventOf } from '../../src/events/catalogue.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
@@ -35,8 +35,8 @@ function quietPool(url: string): Pool {
 
 const NOW = Math.floor(Date.now() / 1000);
 
-function event(eventId: string | undefined, fields: Partial<EventRecord> = {}): EventToStore {
-  const record: EventRecord = { action: 'GetObject', timestamp: NOW, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, ...fields };
+function event(eventId: string | undefined, fields: Partial<EventOf<'GetObject'>> = {}): EventToStore {
+  const record: EventOf<'GetObject'> = { action: 'GetObject', timestamp: NOW, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, ...fields };
   if (eventId !== undefined) record.eventId = eventId;
   return { tenantId: 1, receivedAt: NOW, event: record };
 }

@@ -13,6 +13,7 @@ import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ObjectKeyIds, hashObjectKey, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { EventReader } from '../../src/store/sqlite/read-events.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { CommitUnit } from '../../src/store/types.js';
 import { scratchDir } from '../support/scratch.js';
 import { T0, fullEvent, getObject, listAll, newTenant, storeContract } from './contract.js';
@@ -210,7 +211,7 @@ describe('sqlite store', () => {
       // Runs of tenant a between long runs of b, so that many windows hold nothing of a.
       const pattern = [...'aabbbbbbbbbbabbbbbbbbbbbbbaaabbbbbbbbbbbbbbbbbba'];
       await store.commit({
-        events: pattern.map((t, i) => ({ tenantId: (t === 'a' ? a : b).tenantId, receivedAt: T0, event: getObject(T0 + i, { action: i % 4 === 0 ? 'PutObject' : 'GetObject' }) })),
+        events: pattern.map((t, i) => ({ tenantId: (t === 'a' ? a : b).tenantId, receivedAt: T0, event: { ...getObject(T0 + i), action: i % 4 === 0 ? 'PutObject' : 'GetObject' } as NormalizedEvent })),
         quarantine: [],
       });
       const db = openConnection(path, 1000);

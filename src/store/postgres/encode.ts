@@ -180,7 +180,7 @@ export class UnitEncoder {
   }
 
   add(ord: number): void {
-    const { event } = this.events[ord]!;
+    const event: EventRecord = this.events[ord]!.event;
     const d = (this.ords.push(ord) - 1) * DICT_FIELDS.length;
     for (let f = 0; f < DICT_FIELDS.length; f++) {
       const value = event[DICT_FIELDS[f]!];
