@@ -131,7 +131,13 @@ export function spawnNode(cpu: number | undefined, args: string[], options: { en
       if (now) return Promise.resolve(now);
       return new Promise((done, fail) => {
         const timer = setTimeout(() => fail(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${output.slice(-4000)}`)), timeoutMs);
-        waiters.push({ pattern, done: (m) => (clearTimeout(timer), done(m)) });
+        waiters.push({
+          pattern,
+          done: (m) => {
+            clearTimeout(timer);
+            done(m);
+          },
+        });
         void exited.then(({ code, signal }) => {
           clearTimeout(timer);
           fail(new Error(`process exited (${code ?? signal}) before ${pattern}; output:\n${output.slice(-4000)}`));

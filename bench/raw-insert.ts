@@ -21,7 +21,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { pino } from 'pino';
 import { SETTINGS } from '../src/config.js';
 import { KINDS } from '../src/events/catalogue.js';
-import type { EventRecord } from '../src/events/catalogue.js';
+import type { EventRecord, NormalizedEvent } from '../src/events/catalogue.js';
 import { createEventValidator } from '../src/events/validate.js';
 import { DICT_FIELDS, encodeBool, encodeRest } from '../src/store/row.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../src/store/sqlite/object-keys.js';
@@ -97,7 +97,9 @@ async function sqlite(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIn
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   const insertValue = db.prepare('INSERT OR IGNORE INTO dict (value) VALUES (?)');
-  db.transaction(() => dictValues(events).forEach((v) => insertValue.run(v)))();
+  db.transaction(() => {
+    for (const v of dictValues(events)) insertValue.run(v);
+  })();
   const ids = new Map((db.prepare('SELECT id, value FROM dict').all() as { id: number; value: string }[]).map((r) => [r.value, r.id]));
   const dict = (value: string | undefined) => (value === undefined ? null : ids.get(value)!);
   // Object keys live in their own table, ids chosen by the product's own scheme: stored before the
@@ -231,7 +233,7 @@ async function store(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIns
   if (spec.pinMainThread) pinMainThreadOnly(process.pid, spec.pinMainThread.cpu, spec.pinMainThread.otherCpus);
   const units: CommitUnit[] = [];
   for (let from = 0; from < events.length; from += spec.txRows) {
-    units.push({ events: events.slice(from, from + spec.txRows).map((event) => ({ tenantId: TENANT, receivedAt: spec.now, event })), quarantine: [] });
+    units.push({ events: events.slice(from, from + spec.txRows).map((event) => ({ tenantId: TENANT, receivedAt: spec.now, event: event as NormalizedEvent })), quarantine: [] });
   }
   let next = 0;
   const lane = async () => {

@@ -1,6 +1,6 @@
 /**
  * Every error bucketmeter answers with: a stable code, the HTTP status, a title, and what the caller
- * should do. Problem+json bodies (RFC 9457) carry the code; docs/ERRORS table is generated from here.
+ * should do. Problem+json bodies (RFC 9457) carry the code; the README's Errors table lists them (test/docs.test.ts checks it).
  */
 import type { FieldError } from './events/field-error.js';
 

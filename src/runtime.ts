@@ -13,10 +13,13 @@ import { RateLimiter } from './auth/rate-limit.js';
 import type { Config } from './config.js';
 import { redactUrl } from './config.js';
 import { createEventValidator } from './events/validate.js';
+import type { EventValidator } from './events/validate.js';
+import { HealthService } from './health/service.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
+import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
@@ -98,9 +101,10 @@ export interface Node {
   close(): Promise<void>;
 }
 
-export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+/** The group committer in front of the store's event log: every write, ingested or replayed, goes through one. */
+export function createCommitter(config: Config, logger: Logger, store: Store): Committer {
   let commitWarnedAt = -Infinity;
-  const committer = new Committer({
+  return new Committer({
     commit: (unit, deadline) => store.commit(unit, deadline),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
@@ -113,7 +117,15 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
       logger.warn({ err }, `commit failed; requests answered 503 (further failures within ${COMMIT_WARNING_INTERVAL_MS / 1000} s not logged)`);
     },
   });
-  const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+}
+
+export function createValidator(config: Config): EventValidator {
+  return createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
+}
+
+export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
+  const committer = createCommitter(config, logger, store);
+  const validator = createValidator(config);
   const ingest = new IngestService({
     committer,
     validator,
@@ -125,23 +137,24 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   const telemetry = new TelemetryService(logger);
   const app = await buildHttpServer({
     logger,
-    store,
     ingest,
     telemetry,
+    events: new EventQueryService(store),
+    // Long enough to span the gaps between commits under load; short enough that a node taken out of
+    // rotation (and so sent no writes) reports healthy again soon after the store recovers.
+    health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
-    // Long enough to span the gaps between commits under load; short enough that a node taken out of
-    // rotation (and so sent no writes) reports healthy again soon after the store recovers.
-    commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS),
     limits: { maxBodyBytes: config.maxBodyBytes, quarantineMaxBytes: config.quarantineMaxBytes },
     requestTimeoutMs: config.requestTimeoutMs,
     accessLog: config.accessLog,
     ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),
   });
 
+  // On every node and cluster worker, but run by the one that owns the background jobs.
   const purge = async () => {
-    if (config.quarantineRetentionDays === 0) return;
+    if (config.quarantineRetentionDays === 0 || !(await store.claimJobs())) return;
     const before = Math.floor(Date.now() / 1000) - config.quarantineRetentionDays * 86400;
     const removed = await store.quarantine.purgeBefore(before).catch((err: unknown) => {
       logger.warn({ err }, 'quarantine retention purge failed; will retry');

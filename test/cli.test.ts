@@ -75,17 +75,21 @@ describe('bucketmeter quarantine', () => {
     const tooMuchExtra = { ...(minimalWireEvent('HeadBucket') as object), eventId: 'replay-me', note: 'an extra field longer than sixteen bytes' };
     assert.equal((await request(`${server.url}/s3`, { key, body: tooMuchExtra })).status, 400);
     assert.equal((await request(`${server.url}/s3`, { key, raw: '{nope', headers: { 'content-type': 'application/json' } })).status, 400);
+    // Refused first, then sent again without the long extra and stored: its replay is a duplicate.
+    const storedSince = { ...(minimalWireEvent('HeadBucket') as object), eventId: 'stored-since', note: 'this one is far too long as well' };
+    assert.equal((await request(`${server.url}/s3`, { key, body: storedSince })).status, 400);
+    assert.equal((await request(`${server.url}/s3`, { key, body: { ...storedSince, note: 'short' } })).status, 200);
     assert.equal(await server.stop(), 0);
 
     const list = await runCli(['quarantine', 'list', ...store]);
     assert.equal(list.code, 0, list.stderr);
-    assert.equal(list.stdout.trim().split('\n').length, 3, list.stdout);
+    assert.equal(list.stdout.trim().split('\n').length, 4, list.stdout);
     assert.match(list.stdout, /BM_ERR_EVENT_INVALID/);
     assert.match(list.stdout, /BM_ERR_BODY_INVALID_JSON/);
 
     const exported = (await runCli(['quarantine', 'export', ...store])).stdout.trim().split('\n').map((l) => JSON.parse(l));
-    assert.equal(exported.length, 2);
-    const invalid = exported.find((e) => e.code === 'BM_ERR_EVENT_INVALID');
+    assert.equal(exported.length, 3);
+    const invalid = exported.find((e) => e.code === 'BM_ERR_EVENT_INVALID' && JSON.parse(e.body).eventId === 'replay-me');
     assert.deepEqual(JSON.parse(invalid.body), tooMuchExtra);
     assert.equal(invalid.tenant, 'default');
     assert.equal(invalid.source, 'POST /s3');
@@ -93,18 +97,19 @@ describe('bucketmeter quarantine', () => {
     const shown = await runCli(['quarantine', 'show', String(invalid.id), ...store]);
     assert.deepEqual(JSON.parse(shown.stdout), invalid);
 
-    // After an "upgrade" that accepts larger extras, replay stores the event once; the bad JSON stays.
+    // After an "upgrade" that accepts larger extras, replay stores the event once and reports the one
+    // stored since as a duplicate; the bad JSON stays.
     const replay = await runCli(['quarantine', 'replay', ...store, '--max-extra-bytes', '4096']);
     assert.equal(replay.code, 0, replay.stderr);
-    assert.deepEqual(JSON.parse(replay.stdout), { examined: 2, replayed: 1, events: 1, stillInvalid: 1 });
+    assert.deepEqual(JSON.parse(replay.stdout), { examined: 3, replayed: 2, events: 1, duplicates: 1, stillInvalid: 1 });
     const again = await runCli(['quarantine', 'replay', ...store, '--max-extra-bytes', '4096']);
-    assert.deepEqual(JSON.parse(again.stdout), { examined: 1, replayed: 0, events: 0, stillInvalid: 1 });
+    assert.deepEqual(JSON.parse(again.stdout), { examined: 1, replayed: 0, events: 0, duplicates: 0, stillInvalid: 1 });
     assert.equal((await runCli(['quarantine', 'list', ...store])).stdout.trim().split('\n').length, 2, 'replayed entries leave the default list');
-    assert.equal((await runCli(['quarantine', 'list', '--all', ...store])).stdout.trim().split('\n').length, 3);
+    assert.equal((await runCli(['quarantine', 'list', '--all', ...store])).stdout.trim().split('\n').length, 4);
 
     const restarted = await startServer({ dataDir });
     const page = await request(`${restarted.url}/v1/events`, { key });
-    assert.deepEqual(page.json.events.map((e: { eventId: string; note: string }) => [e.eventId, e.note]), [['replay-me', tooMuchExtra.note]]);
+    assert.deepEqual(page.json.events.map((e: { eventId: string; note: string }) => [e.eventId, e.note]), [['replay-me', tooMuchExtra.note], ['stored-since', 'short']]);
     await restarted.stop();
   });
 });

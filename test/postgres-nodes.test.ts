@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { minimalWireEvent } from './support/events.js';
 import { allStoredIds, runLoad } from './support/load.js';
 import { createKey, request, runCli, startServer } from './support/server.js';
 import type { ServerProcess } from './support/server.js';
+import { dropScratchDatabases, scratchDatabase } from './support/scratch.js';
 import { startTcpProxy, viaProxy } from './support/tcp-proxy.js';
 
 const BASE_URL = process.env.TEST_DATABASE_URL;
@@ -17,21 +17,11 @@ const SKIP = BASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL multi-
 
 describe('PostgreSQL: several nodes', { skip: SKIP }, () => {
   let databaseUrl: string;
-  let admin: pg.Client;
-  const dbName = `bm_nodes_${process.pid}_${Date.now()}`;
 
   before(async () => {
-    admin = new pg.Client({ connectionString: BASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const url = new URL(BASE_URL!);
-    url.pathname = `/${dbName}`;
-    databaseUrl = url.toString();
+    databaseUrl = (await scratchDatabase()).url;
   });
-  after(async () => {
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
-  });
+  after(dropScratchDatabases);
 
   const pgArgs = () => ['--database-url', databaseUrl];
 

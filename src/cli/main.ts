@@ -9,10 +9,9 @@ import { generateKey } from '../auth/keys.js';
 import { tenantNameProblem } from '../auth/tenant-name.js';
 import type { Config } from '../config.js';
 import { ConfigError, loadConfig, settingFlags } from '../config.js';
-import { createEventValidator } from '../events/validate.js';
-import { isoSeconds } from '../http/routes/events.js';
+import { formatTimestamp } from '../events/timestamp.js';
 import { replayQuarantine } from '../quarantine/replay.js';
-import { bootstrapKey, createLogger, openStore, startNode } from '../runtime.js';
+import { bootstrapKey, createCommitter, createLogger, createValidator, openStore, startNode } from '../runtime.js';
 import { setupMessage } from '../setup-error.js';
 import type { QuarantineEntry, Store } from '../store/types.js';
 import { helpFor, USAGE } from './help.js';
@@ -152,7 +151,7 @@ async function keys(store: Store, sub: string | undefined, arg: string | undefin
       const rows = await store.keys.list();
       printTable(
         ['ID', 'TENANT', 'CREATED', 'REVOKED'],
-        rows.map((k) => [k.id, k.tenantName, isoSeconds(k.createdAt), k.revokedAt === null ? '-' : isoSeconds(k.revokedAt)]),
+        rows.map((k) => [k.id, k.tenantName, formatTimestamp(k.createdAt), k.revokedAt === null ? '-' : formatTimestamp(k.revokedAt)]),
       );
       return 0;
     }
@@ -187,7 +186,7 @@ async function quarantine(store: Store, config: Config, sub: string | undefined,
       const rows = await store.quarantine.list({ ...scope, limit, newestFirst: values['oldest-first'] !== true });
       printTable(
         ['ID', 'RECEIVED', 'TENANT', 'CODE', 'SOURCE', 'INDEX', 'FIRST ERROR'],
-        rows.map((q) => [String(q.id), isoSeconds(q.receivedAt), q.tenantName, q.code, q.source, q.index === undefined ? '-' : String(q.index), firstError(q)]),
+        rows.map((q) => [String(q.id), formatTimestamp(q.receivedAt), q.tenantName, q.code, q.source, q.index === undefined ? '-' : String(q.index), firstError(q)]),
       );
       return 0;
     }
@@ -210,9 +209,14 @@ async function quarantine(store: Store, config: Config, sub: string | undefined,
       }
     }
     case 'replay': {
-      const validator = createEventValidator({ maxFutureSeconds: config.maxFutureSeconds, maxExtraBytes: config.maxExtraBytes });
-      const result = await replayQuarantine(store, validator, tenantId === undefined ? {} : { tenantId });
-      process.stdout.write(JSON.stringify(result) + '\n');
+      const committer = createCommitter(config, createLogger('warn', 2), store);
+      try {
+        const scope = tenantId === undefined ? {} : { tenantId };
+        const result = await replayQuarantine({ quarantine: store.quarantine, committer, validator: createValidator(config), quarantineMaxBytes: config.quarantineMaxBytes, ...scope });
+        process.stdout.write(JSON.stringify(result) + '\n');
+      } finally {
+        await committer.close();
+      }
       return 0;
     }
     default:
@@ -231,7 +235,7 @@ function exportable(q: QuarantineEntry): Record<string, unknown> {
   return {
     id: q.id,
     tenant: q.tenantName,
-    receivedAt: isoSeconds(q.receivedAt),
+    receivedAt: formatTimestamp(q.receivedAt),
     code: q.code,
     source: q.source,
     ...(q.index === undefined ? {} : { index: q.index }),
@@ -239,7 +243,7 @@ function exportable(q: QuarantineEntry): Record<string, unknown> {
     body: isText ? utf8 : q.body.toString('base64'),
     bodyEncoding: isText ? 'utf8' : 'base64',
     truncated: q.truncated,
-    replayedAt: q.replayedAt === null ? null : isoSeconds(q.replayedAt),
+    replayedAt: q.replayedAt === null ? null : formatTimestamp(q.replayedAt),
   };
 }
 

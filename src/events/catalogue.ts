@@ -1,8 +1,8 @@
 /**
  * The event catalogue: the single source of truth for every event kind bucketmeter accepts.
  * JSON schemas (schemas.ts), TypeScript types (below), the README's kind table and the per-kind
- * tests are all derived from these two tables. Field names are the wire names of
- * shared/spec/wire-format.md.
+ * tests are all derived from these two tables. Field names are the wire names of the original hosted
+ * service's clients (README "Event kinds"); how each is stored is declared once in src/store/row.ts.
  */
 
 /** Value types a field can have on the wire. */
@@ -60,74 +60,73 @@ export type CommonFieldName = keyof typeof COMMON_FIELDS;
 interface KindSpec {
   /** Stable numeric code stored in the database. Never renumber; only append. */
   readonly code: number;
-  readonly group: 'object' | 'multipart' | 'global' | 'bucket' | 'simple-object';
   readonly required: readonly FieldName[];
   readonly optional: readonly FieldName[];
   readonly doc: string;
 }
 
 const perBucket = (code: number, doc: string) =>
-  ({ code, group: 'bucket', required: ['bucket'], optional: [], doc }) as const;
+  ({ code, required: ['bucket'], optional: [], doc }) as const;
 const perObject = (code: number, doc: string) =>
-  ({ code, group: 'simple-object', required: ['bucket', 'objectKey'], optional: ['versionId'], doc }) as const;
+  ({ code, required: ['bucket', 'objectKey'], optional: ['versionId'], doc }) as const;
 const listing = (code: number, doc: string) =>
-  ({ code, group: 'bucket', required: ['bucket'], optional: ['objectKeyPrefix'], doc }) as const;
+  ({ code, required: ['bucket'], optional: ['objectKeyPrefix'], doc }) as const;
 
 export const KINDS = {
   GetObject: {
-    code: 1, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    code: 1, required: ['bucket', 'objectKey', 'bytes'],
     optional: ['versionId', 'isBillableEgress'], doc: 'object downloaded',
   },
   PutObject: {
-    code: 2, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    code: 2, required: ['bucket', 'objectKey', 'bytes'],
     optional: ['versionId', 'objectCategory', 'fileType', 'isSynthetic'], doc: 'object uploaded',
   },
   PostObject: {
-    code: 3, group: 'object', required: ['bucket', 'objectKey', 'bytes'],
+    code: 3, required: ['bucket', 'objectKey', 'bytes'],
     optional: ['versionId', 'objectCategory', 'fileType', 'isSynthetic'], doc: 'object uploaded by form POST',
   },
   CopyObject: {
-    code: 4, group: 'object', required: ['bucket', 'objectKey'],
+    code: 4, required: ['bucket', 'objectKey'],
     optional: ['versionId', 'copySource'], doc: 'object copied (destination fields)',
   },
   DeleteObject: {
-    code: 5, group: 'object', required: ['bucket', 'objectKey'],
+    code: 5, required: ['bucket', 'objectKey'],
     optional: ['resultingDeleteMarkerVersionId', 'hardDeletedVersionId'], doc: 'object deleted',
   },
   DeleteObjects: {
-    code: 6, group: 'object', required: ['bucket', 'deletedObjects'],
+    code: 6, required: ['bucket', 'deletedObjects'],
     optional: ['objectKeyPrefix'], doc: 'several objects deleted in one call',
   },
   CreateMultipartUpload: {
-    code: 7, group: 'multipart', required: ['bucket', 'objectKey', 'uploadId'],
+    code: 7, required: ['bucket', 'objectKey', 'uploadId'],
     optional: [], doc: 'multipart upload started',
   },
   CompleteMultipartUpload: {
-    code: 8, group: 'multipart', required: ['bucket', 'uploadId'],
+    code: 8, required: ['bucket', 'uploadId'],
     optional: ['objectKey', 'versionId'], doc: 'multipart upload completed',
   },
   AbortMultipartUpload: {
-    code: 9, group: 'multipart', required: ['bucket', 'uploadId'],
+    code: 9, required: ['bucket', 'uploadId'],
     optional: ['objectKey'], doc: 'multipart upload aborted',
   },
   UploadPart: {
-    code: 10, group: 'multipart', required: ['bucket', 'uploadId', 'partNumber', 'bytes'],
+    code: 10, required: ['bucket', 'uploadId', 'partNumber', 'bytes'],
     optional: ['objectKey'], doc: 'part uploaded',
   },
   UploadPartCopy: {
-    code: 11, group: 'multipart', required: ['bucket', 'uploadId', 'partNumber'],
+    code: 11, required: ['bucket', 'uploadId', 'partNumber'],
     optional: ['copySource', 'bytes'], doc: 'part copied from an existing object',
   },
   ListParts: {
-    code: 12, group: 'multipart', required: ['bucket', 'uploadId'],
+    code: 12, required: ['bucket', 'uploadId'],
     optional: [], doc: 'parts of an upload listed',
   },
   ListMultipartUploads: {
-    code: 13, group: 'multipart', required: ['bucket'], optional: [], doc: 'uploads in progress listed',
+    code: 13, required: ['bucket'], optional: [], doc: 'uploads in progress listed',
   },
-  ListBuckets: { code: 14, group: 'global', required: [], optional: [], doc: 'buckets listed' },
+  ListBuckets: { code: 14, required: [], optional: [], doc: 'buckets listed' },
   DeleteBucket: {
-    code: 15, group: 'bucket', required: ['bucket'], optional: ['force'], doc: 'bucket deleted',
+    code: 15, required: ['bucket'], optional: ['force'], doc: 'bucket deleted',
   },
   HeadBucket: perBucket(16, 'bucket accessed'),
   CreateBucket: perBucket(17, 'bucket created'),
@@ -145,7 +144,7 @@ export const KINDS = {
   PutObjectLockConfiguration: perBucket(29, 'object-lock configuration set'),
   ListObjectsV2: listing(30, 'objects listed'),
   ListObjectVersions: {
-    code: 31, group: 'bucket', required: ['bucket'], optional: ['objectKeyPrefix', 'objectKey'], doc: 'object versions listed',
+    code: 31, required: ['bucket'], optional: ['objectKeyPrefix', 'objectKey'], doc: 'object versions listed',
   },
   HeadObject: perObject(32, 'object accessed'),
   GetObjectAcl: perObject(33, 'object ACL retrieved'),
@@ -164,7 +163,7 @@ export const ACTION_NAMES = Object.keys(KINDS) as ActionName[];
 const byCode = new Map<number, ActionName>(ACTION_NAMES.map((name) => [KINDS[name].code, name]));
 
 export function isActionName(value: unknown): value is ActionName {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(KINDS, value);
+  return typeof value === 'string' && Object.hasOwn(KINDS, value);
 }
 
 export function actionByCode(code: number): ActionName | undefined {
@@ -218,6 +217,9 @@ export const UNMAPPED_ACTION = 'Unknown';
 /** Values a field takes when the client leaves it absent (or sends null or ""). */
 export const FIELD_DEFAULTS = { isBillableEgress: true } as const satisfies { [F in FieldName]?: FieldValue<F> };
 
+/** Server-assigned event ids start with this prefix; client eventIds may not (validate.ts). */
+export const SERVER_EVENT_ID_PREFIX = 'bm-';
+
 /** Names set by the server on output; a client may not send them. */
 export const RESERVED_FIELDS = ['receivedAt'] as const;
 
@@ -251,48 +253,28 @@ export type FieldValue<F extends FieldName> = FieldTypeMap[(typeof FIELDS)[F]['t
 type RequiredOf<K extends ActionName> = (typeof KINDS)[K]['required'][number];
 type OptionalOf<K extends ActionName> = (typeof KINDS)[K]['optional'][number];
 
-/** A normalized event of kind K: aliases resolved, absent optionals omitted, timestamp in epoch seconds. */
-export type EventOf<K extends ActionName> = {
-  action: K;
+/** The common fields a client may leave out. */
+type OptionalCommonField = {
+  [C in CommonFieldName]: (typeof COMMON_FIELDS)[C]['required'] extends true ? never : C;
+}[CommonFieldName];
+
+/** What every normalized event carries, whatever its kind. */
+type CommonValues<A extends ActionName> = {
+  action: A;
+  /** Epoch seconds. */
   timestamp: number;
   provider: string;
-  customerId?: string;
-  featureId?: string;
-  clientType?: string;
-  clientId?: string;
-  eventId?: string;
   /** Unknown top-level fields the client sent, kept as they came. */
   extra?: Record<string, unknown>;
-} & { [F in RequiredOf<K>]: FieldValue<F> } & { [F in OptionalOf<K>]?: FieldValue<F> };
+} & { [C in OptionalCommonField]?: string };
+
+/** A normalized event of kind K: aliases resolved, absent optionals omitted, timestamp in epoch seconds. */
+export type EventOf<K extends ActionName> = CommonValues<K> & { [F in RequiredOf<K>]: FieldValue<F> } & {
+  [F in OptionalOf<K>]?: FieldValue<F>;
+};
 
 /** Any normalized event: the union over all kinds. */
 export type NormalizedEvent = { [K in ActionName]: EventOf<K> }[ActionName];
 
-/** The loose shape every normalized event fits; what stores read and write. */
-export interface EventRecord {
-  action: ActionName;
-  timestamp: number;
-  provider: string;
-  customerId?: string;
-  featureId?: string;
-  clientType?: string;
-  clientId?: string;
-  eventId?: string;
-  bucket?: string;
-  objectKey?: string;
-  versionId?: string;
-  bytes?: number;
-  isBillableEgress?: boolean;
-  objectCategory?: string;
-  fileType?: string;
-  isSynthetic?: boolean;
-  copySource?: CopySource;
-  resultingDeleteMarkerVersionId?: string;
-  hardDeletedVersionId?: string;
-  deletedObjects?: DeletedObject[];
-  objectKeyPrefix?: string;
-  uploadId?: string;
-  partNumber?: number;
-  force?: boolean;
-  extra?: Record<string, unknown>;
-}
+/** The loose shape every normalized event fits (any kind, every field optional); what stores read and write. */
+export type EventRecord = CommonValues<ActionName> & { [F in FieldName]?: FieldValue<F> };

@@ -1,14 +1,15 @@
+import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+
 /** One problem with one field of an input, as reported to clients and kept in quarantine. */
-export interface FieldError {
-  /** JSON Pointer to the field (RFC 6901), e.g. `/deletedObjects/3/objectKey`; `` for the whole input. */
-  path: string;
-  /** What is wrong, in words a client developer can act on. */
-  message: string;
-  /** What was expected there, e.g. `string of at most 1024 bytes`. */
-  expected: string;
-  /** What came instead, summarised (type and a short excerpt), e.g. `number 12`. */
-  received: string;
-}
+export const FIELD_ERROR = Type.Object({
+  path: Type.String({ description: 'JSON Pointer to the field (RFC 6901), e.g. `/deletedObjects/3/objectKey`; `` for the whole input' }),
+  message: Type.String({ description: 'what is wrong, in words a client developer can act on' }),
+  expected: Type.String({ description: 'what was expected there, e.g. `string of at most 1024 bytes`' }),
+  received: Type.String({ description: 'what came instead, summarised (type and a short excerpt), e.g. `number 12`' }),
+});
+
+export type FieldError = Static<typeof FIELD_ERROR>;
 
 const EXCERPT_LENGTH = 40;
 

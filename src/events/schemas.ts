@@ -19,12 +19,12 @@ import {
   MAX_DELETED_OBJECTS,
   MAX_PART_NUMBER,
   MAX_STRING_BYTES,
+  SERVER_EVENT_ID_PREFIX,
 } from './catalogue.js';
 import type { ActionName, CommonFieldName, CopySource, DeletedObject, FieldName, FieldType } from './catalogue.js';
 import { describeReceived, pointerToken } from './field-error.js';
 import type { FieldError } from './field-error.js';
 import { parseTimestamp } from './timestamp.js';
-import { SERVER_EVENT_ID_PREFIX } from '../store/types.js';
 
 /** How one value is checked, and explained when the check fails. */
 interface ValueRule {
@@ -62,6 +62,8 @@ function isStorableString(text: string, maxBytes: number): boolean {
 }
 
 const ajv = new Ajv({
+  // Keywords see the CheckContext of the input being checked (run() passes it as `this`).
+  passContext: true,
   allErrors: true,
   removeAdditional: false,
   useDefaults: false,
@@ -75,20 +77,22 @@ const ajv = new Ajv({
  * A keyword whose check is a plain call inlined into the compiled validator. (A `compile` keyword
  * would be called with a context object and an instance path built for every value checked.)
  */
-function inlineKeyword(keyword: string, schemaType: 'number' | 'boolean', check: (data: string, schema: never) => boolean): void {
+function inlineKeyword(keyword: string, schemaType: 'number' | 'boolean', check: (this: CheckContext, data: string, schema: never) => boolean): void {
   ajv.addKeyword({
     keyword,
     type: 'string',
     schemaType,
     code(cxt: KeywordCxt) {
       const fn = cxt.gen.scopeValue('func', { ref: check });
-      cxt.fail(_`!${fn}(${cxt.data}, ${cxt.schema})`);
+      cxt.fail(_`!${fn}.call(this, ${cxt.data}, ${cxt.schema})`);
     },
   });
 }
 
 inlineKeyword('storableString', 'number', isStorableString);
-inlineKeyword('isoTimestamp', 'boolean', (data: string) => parseTimestamp(data) !== undefined);
+inlineKeyword('isoTimestamp', 'boolean', function (this: CheckContext, data: string) {
+  return (data === this.timestampText ? this.timestamp : parseTimestamp(data)) !== undefined;
+});
 
 /** Absent, null and "" all mean "not given" for an optional value. */
 const ABSENT: SchemaObject = { enum: [null, ''] };
@@ -340,21 +344,27 @@ export const KIND_SCHEMAS: Readonly<Record<ActionName, SchemaObject>> = Object.f
   ACTION_NAMES.map((action) => [action, COMPILED[action].schema]),
 ) as Record<ActionName, SchemaObject>;
 
+/** What the caller already knows of the input being checked: its timestamp, parsed once (validate.ts). */
+export interface CheckContext {
+  timestampText?: unknown;
+  timestamp?: number | undefined;
+}
+
 /**
  * Checks `input` against the schema of its kind; on failure appends one FieldError per problem to
  * `errors` (several per path are possible; the caller keeps the first of each path).
  */
-export function checkKindSchema(action: ActionName, input: object, errors: FieldError[]): boolean {
-  return run(COMPILED[action], input, errors);
+export function checkKindSchema(action: ActionName, input: object, errors: FieldError[], context: CheckContext = {}): boolean {
+  return run(COMPILED[action], input, errors, context);
 }
 
 /** Checks only the common fields (other than `action`), for an input whose action is unknown. */
-export function checkCommonSchema(input: object, errors: FieldError[]): boolean {
-  return run(COMPILED_COMMON, input, errors);
+export function checkCommonSchema(input: object, errors: FieldError[], context: CheckContext = {}): boolean {
+  return run(COMPILED_COMMON, input, errors, context);
 }
 
-function run(compiled: Compiled, input: object, errors: FieldError[]): boolean {
-  if (compiled.check(input)) return true;
+function run(compiled: Compiled, input: object, errors: FieldError[], context: CheckContext): boolean {
+  if (compiled.check.call(context, input)) return true;
   for (const error of compiled.check.errors ?? []) {
     const explained = explain(error, compiled.slots);
     if (explained !== undefined) errors.push(explained);

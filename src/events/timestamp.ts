@@ -11,23 +11,8 @@ export const MAX_TIMESTAMP_SECONDS = 253402300799;
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/**
- * The last text parsed and its result: validation parses each event's timestamp twice in a row (the
- * schema's isoTimestamp keyword, then validate.ts for its value), and the second time costs a compare.
- */
-let lastText = '';
-let lastSeconds: number | undefined;
-
 /** The epoch seconds of an ISO 8601 date-time, or undefined when the text is not one. */
 export function parseTimestamp(text: string): number | undefined {
-  if (text !== lastText) {
-    lastSeconds = parse(text);
-    lastText = text;
-  }
-  return lastSeconds;
-}
-
-function parse(text: string): number | undefined {
   if (text.length < 20) return undefined;
   const year = digits(text, 0, 4);
   const month = digits(text, 5, 2);

@@ -17,7 +17,7 @@ import {
   UNMAPPED_ACTION,
   isActionName,
 } from './catalogue.js';
-import type { ActionName, CommonFieldName, EventRecord, FieldName } from './catalogue.js';
+import type { ActionName, CommonFieldName, EventRecord, FieldName, NormalizedEvent } from './catalogue.js';
 import { inexactNumberError } from './exact-number.js';
 import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
 import type { FieldError } from './field-error.js';
@@ -32,7 +32,7 @@ export interface EventValidatorOptions {
 }
 
 /** `unmapped`: the event is one the Java collector could not map (`action: "Unknown"`). */
-export type ValidationResult = { ok: true; event: EventRecord } | { ok: false; errors: FieldError[]; unmapped: boolean };
+export type ValidationResult = { ok: true; event: NormalizedEvent } | { ok: false; errors: FieldError[]; unmapped: boolean };
 
 export interface EventValidator {
   /**
@@ -143,11 +143,11 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
       if (!isActionName(action)) {
         // Without a kind only the common fields can be checked; the client still learns of those.
         errors.push(actionError(action));
-        checkCommonSchema(input, errors);
+        checkCommonSchema(input, errors, { timestampText: input.timestamp, timestamp });
         return invalid(errors, action === UNMAPPED_ACTION);
       }
       const plan = PLANS[action];
-      checkKindSchema(action, input, errors);
+      checkKindSchema(action, input, errors, { timestampText: input.timestamp, timestamp });
       for (const [alias, target] of plan.aliases) {
         const aliasValue = input[alias];
         const targetValue = input[target];
@@ -174,7 +174,8 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
             ? value.map((entry, i) => copyObject(entry, field.members!, true, `${field.name}/${i}`, unknowns, errors))
             : value
           : copyObject(value, field.members, false, field.name, unknowns, errors);
-        (copies ??= new Map()).set(field.name, copy);
+        copies ??= new Map();
+        copies.set(field.name, copy);
       }
       if (unknowns.bytes > maxExtraBytes) errors.push(extraTooLarge(unknowns, maxExtraBytes));
       if (errors.length > 0) return invalid(errors);
@@ -194,7 +195,8 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
       }
       if (deletedVersion !== undefined) fields[deletedVersion.field] = deletedVersion.value;
       if (extra !== undefined) event.extra = extra;
-      return { ok: true, event };
+      // The kind's schema passed: its required fields are present, with their types.
+      return { ok: true, event: event as NormalizedEvent };
     },
   };
 }
@@ -229,7 +231,10 @@ function collectExtra(
     const value = input[key];
     if ((role === FOREIGN || role === DIALECT) && !isGiven(value)) continue;
     // `__proto__` is FORBIDDEN, so this assignment cannot reach a prototype.
-    if (checkUnknown(key, value, role === FORBIDDEN, `/${pointerToken(key)}`, errors)) (extra ??= {})[key] = value;
+    if (checkUnknown(key, value, role === FORBIDDEN, `/${pointerToken(key)}`, errors)) {
+      extra ??= {};
+      extra[key] = value;
+    }
   }
   if (extra === undefined) return undefined;
   unknowns.names.push(...Object.keys(extra));
@@ -276,9 +281,13 @@ function copyObject(value: unknown, members: ReadonlySet<string>, deletedVersion
     if (members.has(key)) {
       if (isGiven(member)) copy[key] = member;
     } else if (deletedVersion && (key === DELETED_VERSION_DIALECT.versionId || key === DELETED_VERSION_DIALECT.flag)) {
-      if (mapped === undefined && isGiven(member)) (own ??= {})[key] = member;
+      if (mapped === undefined && isGiven(member)) {
+        own ??= {};
+        own[key] = member;
+      }
     } else if (checkUnknown(key, member, PROTOTYPE_NAMES.includes(key), `/${path}/${pointerToken(key)}`, errors)) {
-      (own ??= {})[key] = member;
+      own ??= {};
+      own[key] = member;
     }
   }
   if (mapped !== undefined) copy[mapped.field] = mapped.value;

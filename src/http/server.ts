@@ -12,9 +12,9 @@ import type { Authenticator, Tenant } from '../auth/authenticator.js';
 import { RateLimiter } from '../auth/rate-limit.js';
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
+import type { HealthService } from '../health/service.js';
 import type { IngestService } from '../ingest/service.js';
-import type { Store } from '../store/types.js';
-import { InvalidCursorError } from '../store/types.js';
+import type { EventQueryService } from '../query/events.js';
 import { registerAccessLog } from './access-log.js';
 import type { TelemetryService } from '../telemetry/service.js';
 import { readBody } from './body.js';
@@ -33,18 +33,24 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** false: the route answers without an API key. */
     auth?: boolean;
+    /**
+     * A route that keeps every body it refuses sets this, for the refusals Fastify makes before the
+     * handler runs (a Content-Type it cannot parse, a query string the schema refuses): it keeps the
+     * body and throws the refusal, or returns undefined for an error it does not keep.
+     */
+    keepRefusedBody?: (request: FastifyRequest, error: unknown) => Promise<never> | undefined;
   }
 }
 
 export interface HttpDeps {
   logger: Logger;
-  store: Store;
   ingest: IngestService;
   telemetry: TelemetryService;
+  events: EventQueryService;
+  health: HealthService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
-  commitsFailing: () => boolean;
   limits: BodyLimits;
   requestTimeoutMs: number;
   tls?: { cert: Buffer; key: Buffer };
@@ -79,6 +85,9 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
       answerClientError(deps.logger, error, socket);
     },
     frameworkErrors: (error, request, reply) => sendProblem(error, request, reply),
+    // Query strings are checked, not trimmed: a parameter no route names is refused (problem.ts
+    // names it), never silently dropped. verbose: the refusal can say what came.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, verbose: true } },
   };
   const app = Fastify(options) as unknown as FastifyInstance;
   // Node answers an unknown Expect with an empty 417; the onRequest hook answers it.
@@ -98,7 +107,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     );
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async (request) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) throw new BmError('BM_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
     const expect = request.headers.expect;
     if (expect !== undefined && !CONTINUE.test(expect)) throw new BmError('BM_ERR_EXPECTATION_FAILED');
@@ -106,7 +115,6 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     if (request.routeOptions.url === undefined || request.routeOptions.config.auth === false) return;
     request.tenant = await deps.authenticator.authenticate(request.headers['x-api-key']);
     deps.rateLimiter?.take(request.tenant.keyId);
-    void reply;
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -114,18 +122,21 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     void reply.code(problem.status).headers(problem.headers).send(problem.body);
   });
 
-  app.setErrorHandler(sendProblem);
+  // The one error handler: every route's errors reach the reply through toProblem.
+  app.setErrorHandler(async (error, request, reply) => {
+    const kept = request.routeOptions.config.keepRefusedBody?.(request, error);
+    sendProblem(kept === undefined ? error : await kept.catch((refusal: unknown) => refusal), request, reply);
+  });
 
-  await app.register(statusRoutes({ store: deps.store, recommendedBatchSize: deps.recommendedBatchSize, commitsFailing: deps.commitsFailing }));
+  await app.register(statusRoutes({ health: deps.health, recommendedBatchSize: deps.recommendedBatchSize }));
   await app.register(ingestRoutes(deps.ingest, deps.limits));
-  await app.register(eventsRoutes(deps.store));
+  await app.register(eventsRoutes(deps.events));
   await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
   return app;
 }
 
 function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = error instanceof InvalidCursorError ? new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made by this server', { errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' }] }) : error;
-  const problem = toProblem(mapped, request.url.split('?', 1)[0]);
+  const problem = toProblem(error, request.url.split('?', 1)[0]);
   if (problem.body.code === 'BM_ERR_INTERNAL') {
     request.log.error({ err: error, code: problem.body.code, method: request.method, url: request.routeOptions.url }, 'request failed');
   } else {

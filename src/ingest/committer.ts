@@ -132,7 +132,7 @@ export class Committer {
       expired.push(p);
     }
     if (expired.length > 0) this.fail(expired, this.timeoutError());
-    if (this.queue.length === 0 && this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+    if (this.queue.length === 0 && this.inFlight === 0) this.wakeIdle();
     this.armExpiry();
   }
 
@@ -195,8 +195,12 @@ export class Committer {
       this.inFlight--;
       this.inFlightEvents -= size;
       if (this.queue.length > 0) this.schedule();
-      else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((wake) => wake());
+      else if (this.inFlight === 0) this.wakeIdle();
     }
+  }
+
+  private wakeIdle(): void {
+    for (const wake of this.idleWaiters.splice(0)) wake();
   }
 
   /** Rejects the group's callers (those already answered by a timeout are not answered again). */

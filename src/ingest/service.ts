@@ -7,9 +7,12 @@ import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 import type { EventValidator } from '../events/validate.js';
-import type { CommitUnit, EventOutcome, EventToStore, QuarantineInput } from '../store/types.js';
+import type { CommitUnit, EventOutcome } from '../store/types.js';
 import type { Committer } from './committer.js';
 import type { QuarantineQuota } from './quarantine-quota.js';
+import type { BatchResult, SingleResult } from './results.js';
+import { itemsToUnit, quarantineEntry, rejectionCode } from './unit.js';
+import type { UnitSource } from './unit.js';
 
 export interface IngestOptions {
   committer: Committer;
@@ -21,20 +24,6 @@ export interface IngestOptions {
   maxRejectedDetailed: number;
   /** Unix seconds now; injectable for tests. */
   now?: () => number;
-}
-
-export interface SingleResult {
-  eventId: string;
-  duplicate: boolean;
-}
-
-export interface BatchResult {
-  accepted: number;
-  duplicates: number;
-  /** The first `maxRejectedDetailed` rejected events, by index. */
-  rejected: { index: number; errors: FieldError[] }[];
-  /** Every rejected event, detailed or not. */
-  rejectedCount: number;
 }
 
 type Decoded = { ok: true; value: unknown } | { ok: false; code: ErrorCode; errors: FieldError[] };
@@ -101,31 +90,11 @@ export class IngestService {
       const errors = [{ path: '', message: `the batch holds ${value.length} events; at most ${maxBatchEvents} are allowed`, expected: `at most ${maxBatchEvents} events`, received: `array of ${value.length}` }];
       return refuse('BM_ERR_BATCH_TOO_MANY_EVENTS', errors, { limit: maxBatchEvents });
     }
-    const events: EventToStore[] = [];
-    const quarantine: QuarantineInput[] = [];
-    const rejected: BatchResult['rejected'] = [];
-    const { maxRejectedDetailed } = this.options;
-    let bodyKeptAt: number | undefined;
-    for (let index = 0; index < value.length; index++) {
-      const item: unknown = value[index];
-      const result = this.options.validator.validate(item, receivedAt);
-      if (result.ok) {
-        events.push({ tenantId, receivedAt, event: result.event });
-        continue;
-      }
-      if (rejected.length < maxRejectedDetailed) rejected.push({ index, errors: result.errors });
-      let kept = serializeItem(item);
-      if (kept === undefined) {
-        // Too deeply nested to serialize again: keep the raw body it came in, once per request.
-        kept = bodyKeptAt === undefined ? body : Buffer.from(JSON.stringify({ sameBodyAsIndex: bodyKeptAt }));
-        bodyKeptAt ??= index;
-      }
-      quarantine.push(this.quarantineEntry(tenantId, receivedAt, source, rejectionCode(result), result.errors, kept, index));
-    }
+    const { unit, rejected } = itemsToUnit(value, this.unitSource(tenantId, receivedAt, source, body), this.options.validator);
     // Throws before anything is submitted: a refused batch stores nothing.
-    this.options.quota.take(tenantId, quarantine.length, receivedAt);
-    const committed = events.length + quarantine.length > 0 ? this.options.committer.submit({ events, quarantine }) : Promise.resolve([]);
-    return { committed, rejected, rejectedCount: quarantine.length };
+    this.options.quota.take(tenantId, unit.quarantine.length, receivedAt);
+    const committed = unit.events.length + unit.quarantine.length > 0 ? this.options.committer.submit(unit) : Promise.resolve([]);
+    return { committed, rejected: rejected.slice(0, this.options.maxRejectedDetailed), rejectedCount: unit.quarantine.length };
   }
 
   /**
@@ -140,30 +109,14 @@ export class IngestService {
     const quotaLoaded = this.options.quota.ready(tenantId, receivedAt);
     if (quotaLoaded !== undefined) await quotaLoaded;
     this.options.quota.take(tenantId, 1, receivedAt);
-    const unit: CommitUnit = { events: [], quarantine: [this.quarantineEntry(tenantId, receivedAt, source, code, errors, body)] };
+    const unit: CommitUnit = { events: [], quarantine: [quarantineEntry(this.unitSource(tenantId, receivedAt, source, body), code, errors, body)] };
     await this.options.committer.submit(unit);
     throw new BmError(code, errors[0]?.message, { errors, ...extra });
   }
 
-  private quarantineEntry(tenantId: number, receivedAt: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, index?: number): QuarantineInput {
-    const max = this.options.quarantineMaxBytes;
-    const truncated = body.length > max;
-    return {
-      tenantId,
-      receivedAt,
-      code,
-      errors,
-      source,
-      ...(index === undefined ? {} : { index }),
-      body: truncated ? Buffer.from(body.subarray(0, max)) : body,
-      truncated,
-    };
+  private unitSource(tenantId: number, receivedAt: number, source: string, body: Buffer): UnitSource {
+    return { tenantId, receivedAt, source, body, quarantineMaxBytes: this.options.quarantineMaxBytes };
   }
-}
-
-/** The code an invalid event is answered and quarantined with: unmapped ones get their own, to be found and counted. */
-export function rejectionCode(result: { unmapped: boolean }): ErrorCode {
-  return result.unmapped ? 'BM_ERR_EVENT_UNMAPPED' : 'BM_ERR_EVENT_INVALID';
 }
 
 const BOM = 0xfeff;
@@ -180,15 +133,6 @@ export function decodeJson(body: Buffer): Decoded {
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, code: 'BM_ERR_BODY_INVALID_JSON', errors: [{ path: '', message: `the body is not valid JSON: ${reason}`, expected: 'JSON', received: `${body.length} bytes` }] };
-  }
-}
-
-/** An item's JSON for quarantine, or undefined when it nests too deeply for JSON.stringify. */
-export function serializeItem(item: unknown): Buffer | undefined {
-  try {
-    return Buffer.from(JSON.stringify(item) ?? 'null');
-  } catch {
-    return undefined;
   }
 }
 

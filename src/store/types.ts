@@ -1,18 +1,17 @@
 /**
- * The store contract: what the ingestion service needs from a database, and nothing more.
- * Each backend (sqlite/, postgres/) implements it; test/store/contract.ts checks both the same way.
- * Times are Unix epoch seconds throughout.
+ * The store ports: small capability interfaces (event log, keys, quarantine, health), each what one
+ * consumer needs from a database and nothing more. Each backend (sqlite/, postgres/) implements all
+ * of them; test/store/contract/ checks each port on both the same way. A new capability (usage
+ * rollups, say) is a new port, not a wider interface. Times are Unix epoch seconds throughout.
  */
-import type { ActionName, EventRecord } from '../events/catalogue.js';
+import type { ActionName, EventRecord, NormalizedEvent } from '../events/catalogue.js';
+import { SERVER_EVENT_ID_PREFIX } from '../events/catalogue.js';
 import type { FieldError } from '../events/field-error.js';
-
-/** Server-assigned event ids start with this prefix; client eventIds may not (see validate.ts). */
-export const SERVER_EVENT_ID_PREFIX = 'bm-';
 
 export interface EventToStore {
   tenantId: number;
   receivedAt: number;
-  event: EventRecord;
+  event: NormalizedEvent;
 }
 
 export interface QuarantineInput {
@@ -128,8 +127,8 @@ export interface QuarantineStore {
   purgeBefore(before: number): Promise<number>;
 }
 
-export interface Store {
-  readonly backend: 'sqlite' | 'postgres';
+/** The events: written in atomic units (with their quarantine entries), listed per tenant. */
+export interface EventLog {
   /**
    * Commits the unit durably (fsync / COMMIT returned) before resolving. Rejects with
    * StoreUnavailableError on failure. `deadline` (epoch milliseconds): a store that queues units
@@ -138,10 +137,27 @@ export interface Store {
    */
   commit(unit: CommitUnit, deadline?: number): Promise<EventOutcome[]>;
   listEvents(tenantId: number, query: EventQuery): Promise<EventPage>;
-  readonly keys: KeyStore;
-  readonly quarantine: QuarantineStore;
+}
+
+export interface Health {
+  readonly backend: 'sqlite' | 'postgres';
   /** Resolves when the store can accept writes now; rejects otherwise. */
   checkWritable(): Promise<void>;
+}
+
+/**
+ * Background work that must run once, not on every node or cluster worker (the quarantine purge;
+ * rollups later): only the process that owns the jobs runs it.
+ */
+export interface JobOwnership {
+  /** Whether this process owns the background jobs now; claims them when no live process does. */
+  claimJobs(): Promise<boolean>;
+}
+
+/** One database behind every port; what runtime.ts opens, hands out port by port, and closes. */
+export interface Store extends EventLog, Health, JobOwnership {
+  readonly keys: KeyStore;
+  readonly quarantine: QuarantineStore;
   close(): Promise<void>;
 }
 

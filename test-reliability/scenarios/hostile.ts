@@ -119,6 +119,7 @@ async function sendHostile(pool: Pool, req: HostileRequest, run: Run): Promise<v
   if (status !== 200) {
     for (const problem of checkProblem(status, headers['content-type'] as string | undefined, headers['retry-after'] as string | undefined, bytes)) fail(problem);
   }
+  // biome-ignore lint/suspicious/noExplicitAny: a checker of arbitrary replies, which it inspects member by member.
   const json = (): any => JSON.parse(bytes.toString());
   const { expect } = req;
   switch (expect.kind) {
@@ -146,7 +147,7 @@ async function sendHostile(pool: Pool, req: HostileRequest, run: Run): Promise<v
       for (const r of reply.rejected as { errors: unknown[] }[]) {
         if (!sameMembers(r, ['index', 'errors']) || r.errors.length === 0 || !r.errors.every((e) => sameMembers(e, FIELD_ERROR_MEMBERS))) return fail(`rejected entry ${JSON.stringify(r).slice(0, 200)}`);
       }
-      ids.forEach((id, i) => run.stored.set(id, req.nested[i]!));
+      for (const [i, id] of ids.entries()) run.stored.set(id, req.nested[i]!);
       return;
     }
     case 'stored': {
@@ -181,7 +182,10 @@ const bombs = new Map<string, Promise<Buffer>>();
 function bomb(encoding: 'gzip' | 'deflate', size: number): Promise<Buffer> {
   const key = `${encoding}/${size}`;
   let made = bombs.get(key);
-  if (made === undefined) bombs.set(key, (made = compressZeros(encoding, size)));
+  if (made === undefined) {
+    made = compressZeros(encoding, size);
+    bombs.set(key, made);
+  }
   return made;
 }
 

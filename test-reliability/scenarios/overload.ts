@@ -103,7 +103,10 @@ export async function overloadScenario(t: TestContext, options: OverloadOptions)
       return;
     }
     let bits = seen.get(n);
-    if (bits === undefined) seen.set(n, (bits = new Uint8Array(batchSize)));
+    if (bits === undefined) {
+      bits = new Uint8Array(batchSize);
+      seen.set(n, bits);
+    }
     const i = Number(id.slice(id.lastIndexOf('-') + 1));
     if (bits[i] === 1) doubled++;
     bits[i] = 1;

@@ -30,7 +30,8 @@ export function sampleRss(pid: number, everyMs = 100): RssSampler {
     },
     stop() {
       clearInterval(timer);
-      return (peak = Math.max(peak, rssBytes(pid)));
+      peak = Math.max(peak, rssBytes(pid));
+      return peak;
     },
   };
 }

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { minimalWireEvent } from '../support/events.js';
 import { request, runCli, startServer, tempDir } from '../support/server.js';
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for raw control characters in the output.
 const RAW_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
 describe('quarantine list', () => {

@@ -23,6 +23,7 @@ for (const backend of BACKENDS) {
 
     const event = (i: number, extra: Record<string, unknown> = {}) => ({ ...(minimalWireEvent('GetObject') as object), objectKey: `k/${i}`, ...extra });
 
+    // biome-ignore lint/suspicious/noExplicitAny: exported quarantine lines, read field by field in assertions.
     async function quarantined(): Promise<Record<string, any>[]> {
       const result = await runCli(['quarantine', 'export', ...storeArgs]);
       assert.equal(result.code, 0, result.stderr);

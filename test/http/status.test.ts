@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { minimalWireEvent } from '../support/events.js';
-import { request, startServer } from '../support/server.js';
+import { request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 
 for (const backend of BACKENDS) {
@@ -82,6 +82,49 @@ for (const backend of BACKENDS) {
           assert.equal(reply.status, 400, query);
           assert.equal(reply.json.errors[0].path, path, query);
         }
+      });
+
+      it('refuses unknown, misspelt and repeated query parameters with 400 naming them, not ignoring them', async () => {
+        const cases: [string, { path: string; message: string; expected: string; received: string }][] = [
+          ['?customerid=c1', { path: '/customerid', message: 'unknown query parameter "customerid"', expected: 'only action, customerId, from, to, limit, cursor', received: '"customerid"' }],
+          ['?customerId[]=c1', { path: '/customerId[]', message: 'unknown query parameter "customerId[]"', expected: 'only action, customerId, from, to, limit, cursor', received: '"customerId[]"' }],
+          ['?customerId=c1&customerId=c2', { path: '/customerId', message: 'customerId must be given once, as text', expected: 'one string', received: '2 values' }],
+          [`?cursor=${'a'.repeat(1025)}`, { path: '/cursor', message: 'cursor must be at most 1024 characters', expected: 'at most 1024 characters', received: '1025 characters' }],
+        ];
+        for (const [query, error] of cases) {
+          const reply = await request(`${server.url}/v1/events${query}`, { key });
+          assert.equal(reply.status, 400, query);
+          assert.match(reply.headers.get('content-type') ?? '', /^application\/problem\+json/, query);
+          assert.equal(reply.json.code, 'BM_ERR_QUERY_INVALID', query);
+          assert.deepEqual(reply.json.errors, [error], query);
+        }
+        // Two unknown names: both named.
+        const two = await request(`${server.url}/v1/events?limt=5&sort=asc`, { key });
+        assert.deepEqual(two.json.errors.map((e: { path: string }) => e.path), ['/limt', '/sort']);
+      });
+
+      it('refuses query parameters on routes that take none, ingestion included', async () => {
+        const body = minimalWireEvent('GetObject');
+        const replies = [
+          await request(`${server.url}/ping?verbose=1`, { key }),
+          await request(`${server.url}/healthz?x=1`),
+          await request(`${server.url}/s3/recommendedBatchSize?size=9`, { key }),
+          await request(`${server.url}/s3?customerId=c9`, { key, body }),
+          await request(`${server.url}/s3/batch?dryRun=true`, { key, body: [body] }),
+        ];
+        for (const reply of replies) {
+          assert.equal(reply.status, 400);
+          assert.equal(reply.json.code, 'BM_ERR_QUERY_INVALID');
+          assert.equal(reply.json.errors[0].expected, 'no query parameters');
+        }
+        assert.deepEqual(await ids('?customerId=c9'), [], 'the refused single event was not stored');
+        // Refused bodies are kept, like every refused input.
+        const exported = await runCli(['quarantine', 'export', ...storeArgs]);
+        const kept = exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { code: string; source: string; body: string });
+        assert.deepEqual(
+          kept.filter((e) => e.code === 'BM_ERR_QUERY_INVALID').map((e) => [e.source, JSON.parse(e.body)]),
+          [['POST /s3', body], ['POST /s3/batch', [body]]],
+        );
       });
     });
   });

@@ -39,7 +39,7 @@ async function withStore(run: (store: Store) => Promise<void>): Promise<void> {
 }
 
 describe('Committer', () => {
-  it('merges concurrent units into few commits and hands each caller its own outcome', () =>
+  it('merges units submitted in one turn into one commit and hands each caller its own outcome', () =>
     withStore(async (store) => {
       const { commit, calls } = counted(store);
       const committer = new Committer({ commit, maxGroupEvents: 10_000, maxQueueEvents: 10_000, maxInFlight: 1 });
@@ -48,9 +48,22 @@ describe('Committer', () => {
       assert.deepEqual(outcomes.slice(0, 200).map((o) => o[0]!.eventId), ids);
       assert.ok(outcomes.slice(0, 200).every((o) => o[0]!.duplicate === false));
       assert.deepEqual(outcomes[200], [{ eventId: 'e-7', duplicate: true }], 'a resend in the same group is a duplicate');
-      assert.ok(calls() <= 3, `200 concurrent units took ${calls()} commits`);
+      assert.equal(calls(), 1, 'one flush on the next turn takes the whole queue, within maxGroupEvents');
       const page = await store.listEvents(TENANT, { limit: 1000 });
       assert.equal(page.events.length, 200);
+    }));
+
+  it('merged units that replay quarantine entries mark every one of them', () =>
+    withStore(async (store) => {
+      const quarantined = { tenantId: TENANT, receivedAt: 1_714_564_800, code: 'BM_ERR_EVENT_INVALID', errors: [], source: 'POST /s3', body: Buffer.from('{}'), truncated: false };
+      await store.commit({ events: [], quarantine: [quarantined, quarantined] });
+      const [a, b] = await store.quarantine.list({ tenantId: TENANT, limit: 10, includeReplayed: false });
+      const { commit, calls } = counted(store);
+      const committer = new Committer({ commit, maxGroupEvents: 10_000, maxQueueEvents: 10_000, maxInFlight: 1 });
+      const replaying = (id: string, entry: number): CommitUnit => ({ ...unit(id), replayed: { ids: [entry], at: 1_714_564_900 } });
+      await Promise.all([committer.submit(replaying('r-1', a!.id)), committer.submit(unit('plain')), committer.submit(replaying('r-2', b!.id))]);
+      assert.equal(calls(), 1, 'the three units went in one commit');
+      assert.deepEqual((await store.quarantine.list({ tenantId: TENANT, limit: 10, includeReplayed: true })).map((e) => e.replayedAt), [1_714_564_900, 1_714_564_900]);
     }));
 
   it('splits groups at maxGroupEvents', () =>

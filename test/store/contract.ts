@@ -1,18 +1,20 @@
 /**
- * The store contract, as tests every backend runs (test/store/<backend>.test.ts calls storeContract).
+ * The contract of each store port (types.ts), as tests every backend runs: test/store/<backend>.test.ts
+ * calls storeContract, which runs one suite per port, each seeing only its port (and keys, to make
+ * tenants).
  * The database may hold other data and other suites may use it at the same time: every test works
  * in tenants of its own (random names) and asserts only about what it wrote.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { ACTION_NAMES, KINDS } from '../../src/events/catalogue.js';
-import type { ActionName, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
+import { ACTION_NAMES, KINDS, SERVER_EVENT_ID_PREFIX } from '../../src/events/catalogue.js';
+import type { ActionName, EventOf, FieldName, FieldValue, NormalizedEvent } from '../../src/events/catalogue.js';
 import type { FieldError } from '../../src/events/field-error.js';
-import { InvalidCursorError, SERVER_EVENT_ID_PREFIX, StoreUnavailableError } from '../../src/store/types.js';
+import { InvalidCursorError, StoreUnavailableError } from '../../src/store/types.js';
 import type {
-  ApiKeyRecord, CommitUnit, EventOutcome, EventQuery, EventToStore, QuarantineEntry, QuarantineInput, Store,
-  StoredEvent,
+  ApiKeyRecord, CommitUnit, EventLog, EventOutcome, EventQuery, EventToStore, Health, JobOwnership, KeyStore, QuarantineEntry,
+  QuarantineInput, QuarantineStore, Store, StoredEvent,
 } from '../../src/store/types.js';
 
 export interface OpenedStore {
@@ -57,7 +59,7 @@ function fieldValue(field: FieldName, kind: ActionName): unknown {
 }
 
 /** An event of `kind` with every field the catalogue allows it, and unknown extra fields. */
-export function fullEvent(kind: ActionName, timestamp: number, eventId?: string): EventRecord {
+export function fullEvent(kind: ActionName, timestamp: number, eventId?: string): NormalizedEvent {
   const event: Record<string, unknown> = {
     action: kind,
     timestamp,
@@ -70,22 +72,22 @@ export function fullEvent(kind: ActionName, timestamp: number, eventId?: string)
   };
   if (eventId !== undefined) event.eventId = eventId;
   for (const field of [...KINDS[kind].required, ...KINDS[kind].optional]) event[field] = fieldValue(field, kind);
-  return event as unknown as EventRecord;
+  return event as unknown as NormalizedEvent;
 }
 
 /** An event of `kind` with its required fields only. */
-export function minimalEvent(kind: ActionName, timestamp: number): EventRecord {
+export function minimalEvent(kind: ActionName, timestamp: number): NormalizedEvent {
   const event: Record<string, unknown> = { action: kind, timestamp, provider: 'aws' };
   for (const field of KINDS[kind].required) event[field] = fieldValue(field, kind);
-  return event as unknown as EventRecord;
+  return event as unknown as NormalizedEvent;
 }
 
 /** A small GetObject, the bulk of real traffic. */
-export function getObject(timestamp: number, fields: Partial<EventRecord> = {}): EventRecord {
+export function getObject(timestamp: number, fields: Partial<EventOf<'GetObject'>> = {}): EventOf<'GetObject'> {
   return { action: 'GetObject', timestamp, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, isBillableEgress: true, ...fields };
 }
 
-export async function newTenant(store: Store): Promise<ApiKeyRecord> {
+export async function newTenant(store: { keys: KeyStore }): Promise<ApiKeyRecord> {
   return store.keys.create({
     id: `key_${randomBytes(8).toString('hex')}`,
     tenantName: `tenant-${randomUUID()}`,
@@ -94,7 +96,7 @@ export async function newTenant(store: Store): Promise<ApiKeyRecord> {
   });
 }
 
-const at = (tenantId: number, receivedAt: number, event: EventRecord): EventToStore => ({ tenantId, receivedAt, event });
+const at = (tenantId: number, receivedAt: number, event: NormalizedEvent): EventToStore => ({ tenantId, receivedAt, event });
 
 const unit = (events: EventToStore[], quarantine: QuarantineInput[] = [], replayed?: CommitUnit['replayed']): CommitUnit =>
   replayed === undefined ? { events, quarantine } : { events, quarantine, replayed };
@@ -103,7 +105,7 @@ const unit = (events: EventToStore[], quarantine: QuarantineInput[] = [], replay
 const stored = (e: EventToStore, outcome: EventOutcome): StoredEvent => ({ ...e.event, eventId: outcome.eventId, receivedAt: e.receivedAt });
 
 /** Every event of a tenant matching the query, newest first, walking all pages. */
-export async function listAll(store: Store, tenantId: number, query: Omit<EventQuery, 'limit' | 'cursor'> = {}, limit = 1000): Promise<StoredEvent[]> {
+export async function listAll(store: EventLog, tenantId: number, query: Omit<EventQuery, 'limit' | 'cursor'> = {}, limit = 1000): Promise<StoredEvent[]> {
   const all: StoredEvent[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -125,9 +127,35 @@ const fieldErrors: FieldError[] = [
   { path: '', message: 'unknown action', expected: 'one of the catalogue kinds', received: 'string "Unknown"' },
 ];
 
+type EventLogUnderTest = EventLog & { keys: KeyStore };
+type KeysUnderTest = { keys: KeyStore };
+type QuarantineUnderTest = EventLog & { keys: KeyStore; quarantine: QuarantineStore };
+type HealthUnderTest = Health & EventLog & { keys: KeyStore; close(): Promise<void> };
+type JobsUnderTest = JobOwnership & { close(): Promise<void> };
+
+/** Every port's contract on one backend. */
 export function storeContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions = {}): void {
-  describe(`store contract: ${name}`, () => {
-    const titles = new Set<string>();
+  const titles = new Set<string>();
+  eventLogContract(name, open, options, titles);
+  keysContract(name, open, options, titles);
+  quarantineContract(name, open, options, titles);
+  healthContract(name, open, options, titles);
+  jobsContract(name, open, options, titles);
+  // A misspelt skip would silently run the test: refuse it.
+  for (const title of Object.keys(options.skip ?? {})) {
+    if (!titles.has(title)) throw new Error(`storeContract(${name}): no test titled ${JSON.stringify(title)} to skip`);
+  }
+}
+
+/** A describe block on one opened store; `test` registers a test that sees the store as port P only. */
+function portSuite<P>(
+  title: string,
+  open: () => Promise<OpenedStore>,
+  options: ContractOptions,
+  titles: Set<string>,
+  body: (test: (title: string, run: (store: P) => Promise<void>) => void) => void,
+): void {
+  describe(title, () => {
     let opened: OpenedStore | undefined;
     before(async () => {
       opened = await open();
@@ -135,12 +163,15 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
     after(async () => {
       await opened?.cleanup();
     });
+    body((name, run) => {
+      titles.add(name);
+      it(name, { skip: options.skip?.[name] ?? false }, () => run(opened!.store as P));
+    });
+  });
+}
 
-    const test = (title: string, run: (store: Store) => Promise<void>): void => {
-      titles.add(title);
-      it(title, { skip: options.skip?.[title] ?? false }, () => run(opened!.store));
-    };
-
+function eventLogContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<EventLogUnderTest>(`event log contract: ${name}`, open, options, titles, (test) => {
     test('an empty unit commits', async (store) => {
       assert.deepEqual(await store.commit(unit([])), []);
     });
@@ -305,7 +336,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
       }));
       let tenantId = 0;
       let all: StoredEvent[] = [];
-      const fill = async (store: Store): Promise<void> => {
+      const fill = async (store: EventLogUnderTest): Promise<void> => {
         if (tenantId !== 0) return;
         const tenant = await newTenant(store);
         const suffix = randomUUID();
@@ -318,7 +349,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         tenantId = tenant.tenantId;
         all = events.map((e, i) => stored(e, outcomes[i]!)).reverse();
       };
-      const check = async (store: Store, query: Omit<EventQuery, 'limit'>, keep: (e: StoredEvent) => boolean, atLeast = 1): Promise<void> => {
+      const check = async (store: EventLogUnderTest, query: Omit<EventQuery, 'limit'>, keep: (e: StoredEvent) => boolean, atLeast = 1): Promise<void> => {
         const expected = byTime(query, all.filter(keep));
         assert.ok(expected.length >= atLeast, 'the filter is tested on some events');
         assert.deepEqual(await store.listEvents(tenantId, { ...query, limit: 1000 }), { events: expected, nextCursor: null });
@@ -405,7 +436,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         await assert.rejects(store.listEvents(tenantId, { limit: 10, cursor }), InvalidCursorError, JSON.stringify(cursor.slice(0, 20)));
       }
     });
+  });
+}
 
+function keysContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<KeysUnderTest>(`keys contract: ${name}`, open, options, titles, (test) => {
     test('keys: create, find by hash, list, revoke', async (store) => {
       const tenantName = `tenant-${randomUUID()}`;
       const hash1 = randomBytes(32);
@@ -454,97 +489,103 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
       assert.equal(await store.keys.findActiveByHash(hash), undefined);
       assert.equal((await store.keys.list()).find((k) => k.id === id), undefined);
     });
+  });
+}
 
-    describe('quarantine', () => {
-      const input = (tenantId: number, receivedAt: number, extra: Partial<QuarantineInput> = {}): QuarantineInput => ({
-        tenantId,
-        receivedAt,
-        code: 'BM_ERR_EVENT_INVALID',
-        errors: fieldErrors,
-        source: 'POST /s3/batch',
-        body: Buffer.from(JSON.stringify({ action: 'GetObject', bytes: '12' })),
-        truncated: false,
-        ...extra,
-      });
-      const entry = (q: QuarantineInput, id: number, tenantName: string, replayedAt: number | null = null): QuarantineEntry => ({ ...q, id, tenantName, replayedAt });
+function quarantineContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<QuarantineUnderTest>(`quarantine contract: ${name}`, open, options, titles, (test) => {
+    const input = (tenantId: number, receivedAt: number, extra: Partial<QuarantineInput> = {}): QuarantineInput => ({
+      tenantId,
+      receivedAt,
+      code: 'BM_ERR_EVENT_INVALID',
+      errors: fieldErrors,
+      source: 'POST /s3/batch',
+      body: Buffer.from(JSON.stringify({ action: 'GetObject', bytes: '12' })),
+      truncated: false,
+      ...extra,
+    });
+    const entry = (q: QuarantineInput, id: number, tenantName: string, replayedAt: number | null = null): QuarantineEntry => ({ ...q, id, tenantName, replayedAt });
 
-      test('quarantine entries commit with events, and come back by list and get', async (store) => {
-        const a = await newTenant(store);
-        const b = await newTenant(store);
-        const qa1 = input(a.tenantId, T0, { index: 0 });
-        const qa2 = input(a.tenantId, T0 + 1, { body: Buffer.from([0x00, 0xff, 0x7b, 0x80, 0x0a]), truncated: true, source: 'POST /s3', code: 'BM_ERR_BODY_INVALID_JSON', errors: [] });
-        const qb = input(b.tenantId, T0 + 2, { index: 999 });
-        const outcomes = await store.commit(unit([at(a.tenantId, T0, getObject(T0))], [qa1, qa2, qb]));
-        assert.equal(outcomes.length, 1);
-        assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1, 'the unit stored its event too');
+    test('quarantine entries commit with events, and come back by list and get', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      const qa1 = input(a.tenantId, T0, { index: 0 });
+      const qa2 = input(a.tenantId, T0 + 1, { body: Buffer.from([0x00, 0xff, 0x7b, 0x80, 0x0a]), truncated: true, source: 'POST /s3', code: 'BM_ERR_BODY_INVALID_JSON', errors: [] });
+      const qb = input(b.tenantId, T0 + 2, { index: 999 });
+      const outcomes = await store.commit(unit([at(a.tenantId, T0, getObject(T0))], [qa1, qa2, qb]));
+      assert.equal(outcomes.length, 1);
+      assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1, 'the unit stored its event too');
 
-        const listedA = await store.quarantine.list({ tenantId: a.tenantId, limit: 100, includeReplayed: true });
-        assert.equal(listedA.length, 2);
-        const [id1, id2] = [listedA[0]!.id, listedA[1]!.id];
-        assert.ok(id1 < id2, 'ascending ids');
-        assert.deepEqual(listedA, [entry(qa1, id1, a.tenantName), entry(qa2, id2, a.tenantName)]);
-        assert.equal('index' in listedA[1]!, false, 'no index when none was given');
-        const listedB = await store.quarantine.list({ tenantId: b.tenantId, limit: 100, includeReplayed: false });
-        assert.deepEqual(listedB, [entry(qb, listedB[0]!.id, b.tenantName)]);
+      const listedA = await store.quarantine.list({ tenantId: a.tenantId, limit: 100, includeReplayed: true });
+      assert.equal(listedA.length, 2);
+      const [id1, id2] = [listedA[0]!.id, listedA[1]!.id];
+      assert.ok(id1 < id2, 'ascending ids');
+      assert.deepEqual(listedA, [entry(qa1, id1, a.tenantName), entry(qa2, id2, a.tenantName)]);
+      assert.equal('index' in listedA[1]!, false, 'no index when none was given');
+      const listedB = await store.quarantine.list({ tenantId: b.tenantId, limit: 100, includeReplayed: false });
+      assert.deepEqual(listedB, [entry(qb, listedB[0]!.id, b.tenantName)]);
 
-        assert.deepEqual(await store.quarantine.get(id2), entry(qa2, id2, a.tenantName));
-        assert.equal(await store.quarantine.get(2_000_000_000), undefined);
-        assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, afterId: id1, limit: 100, includeReplayed: true }), [entry(qa2, id2, a.tenantName)]);
-        assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, limit: 1, includeReplayed: true }), [entry(qa1, id1, a.tenantName)]);
+      assert.deepEqual(await store.quarantine.get(id2), entry(qa2, id2, a.tenantName));
+      assert.equal(await store.quarantine.get(2_000_000_000), undefined);
+      assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, afterId: id1, limit: 100, includeReplayed: true }), [entry(qa2, id2, a.tenantName)]);
+      assert.deepEqual(await store.quarantine.list({ tenantId: a.tenantId, limit: 1, includeReplayed: true }), [entry(qa1, id1, a.tenantName)]);
 
-        // Without a tenant: every tenant's entries, ascending.
-        const everyone = await store.quarantine.list({ afterId: id1 - 1, limit: 100_000, includeReplayed: true });
-        const mine = everyone.filter((e) => e.tenantId === a.tenantId || e.tenantId === b.tenantId);
-        assert.deepEqual(mine.map((e) => e.id), [id1, id2, listedB[0]!.id]);
-        assert.deepEqual([...everyone].sort((x, y) => x.id - y.id), everyone);
-      });
-
-      test('replayed marks are set by the unit that replays', async (store) => {
-        const a = await newTenant(store);
-        await store.commit(unit([], [input(a.tenantId, T0), input(a.tenantId, T0 + 1)]));
-        const [q1, q2] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false });
-        const outcomes = await store.commit(unit([at(a.tenantId, T0 + 50, getObject(T0))], [], { ids: [q1!.id], at: T0 + 50 }));
-        assert.equal(outcomes[0]!.duplicate, false);
-        assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1);
-        assert.equal((await store.quarantine.get(q1!.id))?.replayedAt, T0 + 50);
-        assert.equal((await store.quarantine.get(q2!.id))?.replayedAt, null);
-        assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false })).map((e) => e.id), [q2!.id]);
-        const withReplayed = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
-        assert.deepEqual(withReplayed.map((e) => [e.id, e.replayedAt]), [[q1!.id, T0 + 50], [q2!.id, null]]);
-      });
-
-      test('newestFirst lists in descending id order; countSince counts one tenant from a time on', async (store) => {
-        const a = await newTenant(store);
-        const b = await newTenant(store);
-        // A period no other test writes into, later than any earlier run's (the count assumes that
-        // ids grow with receipt time, as the server's clock makes them).
-        const since = 3_000_000_000 + (Date.now() - 1_700_000_000_000);
-        await store.commit(unit([], [input(a.tenantId, since - 10)]));
-        await store.commit(unit([], [input(a.tenantId, since), input(b.tenantId, since), input(a.tenantId, since + 1)]));
-        const newest = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true, newestFirst: true });
-        assert.deepEqual(newest.map((e) => e.receivedAt), [since + 1, since, since - 10]);
-        assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 2, includeReplayed: true, newestFirst: true })).map((e) => e.receivedAt), [since + 1, since]);
-        assert.equal(await store.quarantine.countSince(a.tenantId, since), 2);
-        assert.equal(await store.quarantine.countSince(b.tenantId, since), 1);
-        assert.equal(await store.quarantine.countSince(a.tenantId, since + 2), 0);
-      });
-
-      test('purgeBefore deletes entries received before the time, and counts them', async (store) => {
-        const a = await newTenant(store);
-        // Far in the past, so that no other test's entries fall between; a run that crashed before
-        // purging may have left older ones, hence "at least".
-        const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
-        await store.commit(unit([], [input(a.tenantId, base), input(a.tenantId, base + 1), input(a.tenantId, base + 2)]));
-        const [q1, q2, q3] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
-        const removed = await store.quarantine.purgeBefore(base + 2);
-        assert.ok(removed >= 2, `removed ${removed}`);
-        assert.equal(await store.quarantine.get(q1!.id), undefined);
-        assert.equal(await store.quarantine.get(q2!.id), undefined);
-        assert.equal((await store.quarantine.get(q3!.id))?.receivedAt, base + 2);
-        assert.equal(await store.quarantine.purgeBefore(base + 2), 0);
-      });
+      // Without a tenant: every tenant's entries, ascending.
+      const everyone = await store.quarantine.list({ afterId: id1 - 1, limit: 100_000, includeReplayed: true });
+      const mine = everyone.filter((e) => e.tenantId === a.tenantId || e.tenantId === b.tenantId);
+      assert.deepEqual(mine.map((e) => e.id), [id1, id2, listedB[0]!.id]);
+      assert.deepEqual([...everyone].sort((x, y) => x.id - y.id), everyone);
     });
 
+    test('replayed marks are set by the unit that replays', async (store) => {
+      const a = await newTenant(store);
+      await store.commit(unit([], [input(a.tenantId, T0), input(a.tenantId, T0 + 1)]));
+      const [q1, q2] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false });
+      const outcomes = await store.commit(unit([at(a.tenantId, T0 + 50, getObject(T0))], [], { ids: [q1!.id], at: T0 + 50 }));
+      assert.equal(outcomes[0]!.duplicate, false);
+      assert.equal((await store.listEvents(a.tenantId, { limit: 10 })).events.length, 1);
+      assert.equal((await store.quarantine.get(q1!.id))?.replayedAt, T0 + 50);
+      assert.equal((await store.quarantine.get(q2!.id))?.replayedAt, null);
+      assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: false })).map((e) => e.id), [q2!.id]);
+      const withReplayed = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
+      assert.deepEqual(withReplayed.map((e) => [e.id, e.replayedAt]), [[q1!.id, T0 + 50], [q2!.id, null]]);
+    });
+
+    test('newestFirst lists in descending id order; countSince counts one tenant from a time on', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      // A period no other test writes into, later than any earlier run's (the count assumes that
+      // ids grow with receipt time, as the server's clock makes them).
+      const since = 3_000_000_000 + (Date.now() - 1_700_000_000_000);
+      await store.commit(unit([], [input(a.tenantId, since - 10)]));
+      await store.commit(unit([], [input(a.tenantId, since), input(b.tenantId, since), input(a.tenantId, since + 1)]));
+      const newest = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true, newestFirst: true });
+      assert.deepEqual(newest.map((e) => e.receivedAt), [since + 1, since, since - 10]);
+      assert.deepEqual((await store.quarantine.list({ tenantId: a.tenantId, limit: 2, includeReplayed: true, newestFirst: true })).map((e) => e.receivedAt), [since + 1, since]);
+      assert.equal(await store.quarantine.countSince(a.tenantId, since), 2);
+      assert.equal(await store.quarantine.countSince(b.tenantId, since), 1);
+      assert.equal(await store.quarantine.countSince(a.tenantId, since + 2), 0);
+    });
+
+    test('purgeBefore deletes entries received before the time, and counts them', async (store) => {
+      const a = await newTenant(store);
+      // Far in the past, so that no other test's entries fall between; a run that crashed before
+      // purging may have left older ones, hence "at least".
+      const base = 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+      await store.commit(unit([], [input(a.tenantId, base), input(a.tenantId, base + 1), input(a.tenantId, base + 2)]));
+      const [q1, q2, q3] = await store.quarantine.list({ tenantId: a.tenantId, limit: 10, includeReplayed: true });
+      const removed = await store.quarantine.purgeBefore(base + 2);
+      assert.ok(removed >= 2, `removed ${removed}`);
+      assert.equal(await store.quarantine.get(q1!.id), undefined);
+      assert.equal(await store.quarantine.get(q2!.id), undefined);
+      assert.equal((await store.quarantine.get(q3!.id))?.receivedAt, base + 2);
+      assert.equal(await store.quarantine.purgeBefore(base + 2), 0);
+    });
+  });
+}
+
+function healthContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<HealthUnderTest>(`health contract: ${name}`, open, options, titles, (test) => {
     test('checkWritable resolves on a working store', async (store) => {
       await store.checkWritable();
     });
@@ -559,10 +600,38 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
         await own.cleanup();
       }
     });
+  });
+}
 
-    // A misspelt skip would silently run the test: refuse it.
-    for (const title of Object.keys(options.skip ?? {})) {
-      if (!titles.has(title)) throw new Error(`storeContract(${name}): no test titled ${JSON.stringify(title)} to skip`);
-    }
+function jobsContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<JobsUnderTest>(`jobs contract: ${name}`, open, options, titles, (test) => {
+    test('an open store claims the background jobs when no other process holds them, and keeps them', async (store) => {
+      assert.equal(await store.claimJobs(), true);
+      assert.equal(await store.claimJobs(), true);
+    });
+
+    test('a second store on the same database does not get the jobs while the first holds them, and does once it closes', async (first) => {
+      assert.equal(await first.claimJobs(), true);
+      const second = await open();
+      try {
+        const other = second.store as JobsUnderTest;
+        assert.equal(await other.claimJobs(), false);
+        assert.equal(await other.claimJobs(), false, 'still not, on asking again');
+        await first.close();
+        assert.equal(await other.claimJobs(), true, 'taken over once the owner is gone');
+      } finally {
+        await second.cleanup();
+      }
+    });
+
+    test('a closed store claims nothing', async () => {
+      const own = await open();
+      await own.store.close();
+      try {
+        assert.equal(await own.store.claimJobs(), false);
+      } finally {
+        await own.cleanup();
+      }
+    });
   });
 }

@@ -5,41 +5,26 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Pool } from 'pg';
-import type { EventRecord } from '../../src/events/catalogue.js';
+import { type Client, Pool } from 'pg';
+import type { EventOf } from '../../src/events/catalogue.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { ensurePartitions, monthPartition } from '../../src/store/postgres/partitions.js';
 import { StoreUnavailableError, type EventToStore, type Store } from '../../src/store/types.js';
-import { withPg } from '../support/backends.js';
+import { dropScratchDatabases, scratchDatabase, withPg } from '../support/scratch.js';
+import { startTcpProxy, viaProxy } from '../support/tcp-proxy.js';
 
 const BASE_URL = process.env.TEST_DATABASE_URL;
 const SKIP = BASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL-specific tests SKIPPED';
-
-const dropAfterwards: string[] = [];
 
 function admin<T>(run: (client: Client) => Promise<T>, url = BASE_URL!): Promise<T> {
   return withPg(url, run);
 }
 
-/** A fresh database on the TEST_DATABASE_URL server, dropped when the file is done. */
-async function scratchDatabase(): Promise<{ name: string; url: string }> {
-  const name = `bm_test_${randomBytes(6).toString('hex')}`;
-  await admin((client) => client.query(`CREATE DATABASE ${name}`));
-  dropAfterwards.push(name);
-  const url = new URL(BASE_URL ?? '');
-  url.pathname = `/${name}`;
-  return { name, url: url.toString() };
-}
-
-after(async () => {
-  if (!BASE_URL) return;
-  for (const name of dropAfterwards) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-});
+after(dropScratchDatabases);
 
 /** A pool whose connections may be cut (DROP DATABASE ... WITH (FORCE)) without crashing the run. */
 function quietPool(url: string): Pool {
@@ -50,8 +35,8 @@ function quietPool(url: string): Pool {
 
 const NOW = Math.floor(Date.now() / 1000);
 
-function event(eventId: string | undefined, fields: Partial<EventRecord> = {}): EventToStore {
-  const record: EventRecord = { action: 'GetObject', timestamp: NOW, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, ...fields };
+function event(eventId: string | undefined, fields: Partial<EventOf<'GetObject'>> = {}): EventToStore {
+  const record: EventOf<'GetObject'> = { action: 'GetObject', timestamp: NOW, provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 1, ...fields };
   if (eventId !== undefined) record.eventId = eventId;
   return { tenantId: 1, receivedAt: NOW, event: record };
 }
@@ -250,35 +235,33 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
   it('rejects with StoreUnavailableError while the database is unreachable, and recovers when it returns', async () => {
     const { url } = await scratchDatabase();
     const target = new URL(url);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
-    const port = await proxy.start(0);
-    target.port = String(port);
-    const store = await openPostgresStore({ url: target.toString(), poolMax: 2, connectTimeoutMs: 1000 });
+    const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+    const store = await openPostgresStore({ url: viaProxy(url, proxy), poolMax: 2, connectTimeoutMs: 1000 });
     try {
       assert.deepEqual(await store.commit({ events: [event('before')], quarantine: [] }), [{ eventId: 'before', duplicate: false }]);
 
-      await proxy.stop();
+      proxy.cut();
       await assert.rejects(store.commit({ events: [event('during')], quarantine: [] }), StoreUnavailableError);
       await assert.rejects(store.checkWritable(), StoreUnavailableError);
       await assert.rejects(store.listEvents(1, { limit: 10 }), StoreUnavailableError);
       await assert.rejects(store.keys.list(), StoreUnavailableError);
 
-      await proxy.start(port);
+      proxy.restore();
       assert.deepEqual(await store.commit({ events: [event('after')], quarantine: [] }), [{ eventId: 'after', duplicate: false }]);
       await store.checkWritable();
       const page = await store.listEvents(1, { limit: 10 });
       assert.deepEqual(page.events.map((e) => e.eventId), ['after', 'before']);
     } finally {
       await store.close();
-      await proxy.stop();
+      await proxy.close();
     }
   });
 
   it('fails to open with StoreUnavailableError when nothing listens', async () => {
-    const closed = new TcpProxy('127.0.0.1', 1);
-    const port = await closed.start(0);
-    await closed.stop();
-    await assert.rejects(openPostgresStore({ url: `postgres://postgres@127.0.0.1:${port}/x`, connectTimeoutMs: 500 }), StoreUnavailableError);
+    // A port that was just free: the proxy's, once closed.
+    const closed = await startTcpProxy('127.0.0.1', 1);
+    await closed.close();
+    await assert.rejects(openPostgresStore({ url: `postgres://postgres@127.0.0.1:${closed.port}/x`, connectTimeoutMs: 500 }), StoreUnavailableError);
   });
   it('migration 3 keeps the ids of events stored before it; new ids continue above them, per tenant', async () => {
     const { url } = await scratchDatabase();
@@ -307,44 +290,3 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
     }
   });
 });
-
-/** Forwards TCP to PostgreSQL; stop() cuts every connection and refuses new ones, like a network outage. */
-class TcpProxy {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(
-    private readonly host: string,
-    private readonly port: number,
-  ) {}
-
-  start(port: number): Promise<number> {
-    const server = createServer((client) => {
-      const upstream = connect(this.port, this.host);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    this.server = server;
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        const address = server.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
-      });
-    });
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    if (server?.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}

@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rmSync, statfsSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -20,12 +19,10 @@ import { ReaderPool } from '../../src/store/sqlite/reader-pool.js';
 import { WriterThread } from '../../src/store/sqlite/writer.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
 import type { CommitUnit, Store } from '../../src/store/types.js';
+import { scratchDir } from '../support/scratch.js';
 import { T0, getObject, listAll, newTenant } from './contract.js';
 
-async function tempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'bm-sqlite-fail-'));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
+const tempDir = async () => scratchDir('bm-sqlite-fail-');
 
 /** `count` events with customers and keys never seen before (new dictionary rows), one quarantine entry. */
 function bigUnit(tenantId: number, tag: string, count: number): CommitUnit {

@@ -2,8 +2,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -15,25 +14,33 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { ReadBudget } from '../../src/store/sqlite/read-budget.js';
 import { EventReader } from '../../src/store/sqlite/read-events.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { CommitUnit } from '../../src/store/types.js';
+import { scratchDir } from '../support/scratch.js';
 import { T0, fullEvent, getObject, listAll, newTenant, storeContract } from './contract.js';
 
-async function tempDir(): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'bm-sqlite-'));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
+const tempDir = async () => scratchDir('bm-sqlite-');
 
-storeContract('sqlite', async () => {
-  const temp = await tempDir();
-  const store = await openSqliteStore({ path: join(temp.dir, 'bucketmeter.db') });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      await temp.remove();
+storeContract(
+  'sqlite',
+  async () => {
+    const temp = await tempDir();
+    const store = await openSqliteStore({ path: join(temp.dir, 'bucketmeter.db') });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await temp.remove();
+      },
+    };
+  },
+  {
+    skip: {
+      // Each open() here is a database file of its own; and SQLite is served by one process, which owns the jobs.
+      'a second store on the same database does not get the jobs while the first holds them, and does once it closes': 'one process per SQLite database',
     },
-  };
-});
+  },
+);
 
 describe('sqlite store', () => {
   it('reopens a file with everything in it, without re-applying migrations', async () => {
@@ -205,7 +212,7 @@ describe('sqlite store', () => {
       // Runs of tenant a between long runs of b, so that many windows hold nothing of a.
       const pattern = [...'aabbbbbbbbbbabbbbbbbbbbbbbaaabbbbbbbbbbbbbbbbbba'];
       await store.commit({
-        events: pattern.map((t, i) => ({ tenantId: (t === 'a' ? a : b).tenantId, receivedAt: T0, event: getObject(T0 + i, { action: i % 4 === 0 ? 'PutObject' : 'GetObject' }) })),
+        events: pattern.map((t, i) => ({ tenantId: (t === 'a' ? a : b).tenantId, receivedAt: T0, event: { ...getObject(T0 + i), action: i % 4 === 0 ? 'PutObject' : 'GetObject' } as NormalizedEvent })),
         quarantine: [],
       });
       const db = openConnection(path, 1000);

@@ -12,7 +12,7 @@
 import fc from 'fast-check';
 import { COMMON_FIELDS, FIELD_ALIASES, FIELD_DEFAULTS, FIELD_FALLBACKS, FIELDS, KINDS, MAX_STRING_BYTES, RESERVED_FIELDS } from '../../src/events/catalogue.js';
 import type { ActionName, CopySource, DeletedObject, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
-import { SERVER_EVENT_ID_PREFIX } from '../../src/store/types.js';
+import { SERVER_EVENT_ID_PREFIX } from '../../src/events/catalogue.js';
 
 /** An event as a client sends it: a JSON object. */
 export type WireEvent = Record<string, unknown>;

@@ -1,16 +1,13 @@
 /** Starts the real `bin/bucketmeter` in a child process, as users run it, and talks to it over HTTP. */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { tempDir } from './scratch.js';
+
+export { tempDir };
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const BIN = join(ROOT, 'bin/bucketmeter');
-
-export function tempDir(prefix = 'bm-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
 
 export interface ServerProcess {
   url: string;
@@ -117,6 +114,7 @@ export interface Reply {
   status: number;
   headers: Headers;
   text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read replies field by field and assert on them.
   json: any;
 }
 

@@ -1,51 +1,19 @@
 /** POST single-event and batch ingestion, under the spec's paths and the wire format's /s3 aliases. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { BATCH_RESULT, SINGLE_RESULT } from '../../ingest/results.js';
 import type { IngestService } from '../../ingest/service.js';
 import { notJsonProblem, readBody } from '../body.js';
 import type { BodyLimits, RawBody } from '../body.js';
+import { schemaRefusal } from '../problem.js';
+import { NO_QUERY, routeSchema } from '../schemas.js';
 
 const EMPTY = Buffer.alloc(0);
 
 const SINGLE_PATHS = ['/storage', '/storage/singleCopy', '/s3', '/s3/single'];
 const BATCH_PATHS = ['/storage/batch', '/s3/batch'];
 
-const singleReply = {
-  200: {
-    type: 'object',
-    properties: { eventId: { type: 'string' }, duplicate: { type: 'boolean' } },
-    required: ['eventId', 'duplicate'],
-  },
-};
-
-const batchReply = {
-  200: {
-    type: 'object',
-    properties: {
-      accepted: { type: 'integer' },
-      duplicates: { type: 'integer' },
-      rejected: {
-        type: 'array',
-        items: {
-          type: 'object',
-          properties: {
-            index: { type: 'integer' },
-            errors: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: { path: { type: 'string' }, message: { type: 'string' }, expected: { type: 'string' }, received: { type: 'string' } },
-              },
-            },
-          },
-        },
-      },
-      rejectedCount: { type: 'integer' },
-    },
-  },
-};
-
 export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     // After the key check (a root hook), before the body is read. A callback hook: no promise per request.
     app.addHook('onRequest', (_request, _reply, done) => {
       ingest.admit();
@@ -56,28 +24,31 @@ export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
       ingest.rejectBody(tenantId, source, problem.code, problem.errors, bytes, problem.limit === undefined ? {} : { limit: problem.limit });
     /** The body as the reader left it; none at all reads as empty. */
     const rawBody = (request: FastifyRequest): RawBody => (request.body as RawBody | undefined) ?? { bytes: EMPTY };
-    // Fastify refuses a Content-Type it cannot parse (e.g. `json`) before any body parser runs: read the
-    // body here, so that it is refused and kept in quarantine like any other body that is not JSON.
-    app.setErrorHandler(async (error, request) => {
-      if ((error as { code?: string }).code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') throw error;
-      const raw = await readBody(request.raw, request.headers, limits);
-      await refuseBody(raw.problem ?? notJsonProblem(request.headers['content-type']), raw.bytes, request.tenant.id, `POST ${request.routeOptions.url}`);
-    });
+    /** Refusals made before the handler runs keep the body too, like every other refused input. */
+    const keepRefusedBody = (request: FastifyRequest, error: unknown): Promise<never> | undefined => {
+      const source = `POST ${request.routeOptions.url}`;
+      // A Content-Type Fastify could not parse: the body is unread; refused like any other that is not JSON.
+      if ((error as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+        return readBody(request.raw, request.headers, limits).then((raw) =>
+          refuseBody(raw.problem ?? notJsonProblem(request.headers['content-type']), raw.bytes, request.tenant.id, source),
+        );
+      }
+      // A query string the route does not take: the body was read already.
+      const refusal = schemaRefusal(error);
+      if (refusal === undefined) return undefined;
+      return ingest.rejectBody(request.tenant.id, source, refusal.code, refusal.extra.errors ?? [], rawBody(request).bytes);
+    };
 
-    for (const url of SINGLE_PATHS) {
+    const routes = [
+      ...SINGLE_PATHS.map((url) => ({ url, reply: SINGLE_RESULT, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestOne(tenantId, body, source) })),
+      ...BATCH_PATHS.map((url) => ({ url, reply: BATCH_RESULT, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestBatch(tenantId, body, source) })),
+    ];
+    for (const { url, reply, run } of routes) {
       const source = `POST ${url}`;
-      app.post(url, { schema: { response: singleReply } }, async (request) => {
+      app.post(url, { config: { keepRefusedBody }, schema: routeSchema(NO_QUERY, reply) }, async (request) => {
         const raw = rawBody(request);
         if (raw.problem !== undefined) return refuseBody(raw.problem, raw.bytes, request.tenant.id, source);
-        return ingest.ingestOne(request.tenant.id, raw.bytes, source);
-      });
-    }
-    for (const url of BATCH_PATHS) {
-      const source = `POST ${url}`;
-      app.post(url, { schema: { response: batchReply } }, async (request) => {
-        const raw = rawBody(request);
-        if (raw.problem !== undefined) return refuseBody(raw.problem, raw.bytes, request.tenant.id, source);
-        return ingest.ingestBatch(request.tenant.id, raw.bytes, source);
+        return run(request.tenant.id, raw.bytes, source);
       });
     }
   };

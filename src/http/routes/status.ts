@@ -1,42 +1,27 @@
 /** Liveness and key check (/ping), store health (/healthz), and the recommended batch size. */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { BmError } from '../../errors.js';
-import type { Store } from '../../store/types.js';
+import type { HealthService } from '../../health/service.js';
+import { NO_QUERY, routeSchema } from '../schemas.js';
 
 export interface StatusDeps {
-  store: Store;
+  health: HealthService;
   /** The batch size to recommend now. */
   recommendedBatchSize: () => number;
-  /** Whether commits are failing now, even if the store's small probe write still passes. */
-  commitsFailing: () => boolean;
 }
 
-const HEALTH_TIMEOUT_MS = 2000;
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PONG = Type.Literal('PONG');
+const BATCH_SIZE = Type.Integer({ minimum: 1, description: 'a bare integer: what existing clients parse' });
+const HEALTH = Type.Object({ status: Type.Literal('ok'), store: Type.Union([Type.Literal('sqlite'), Type.Literal('postgres')]) });
 
 export function statusRoutes(deps: StatusDeps) {
-  return async function (app: FastifyInstance): Promise<void> {
-    app.get('/ping', async (_request, reply) => reply.type('application/json; charset=utf-8').send('"PONG"'));
-
+  return async (app: FastifyInstance): Promise<void> => {
+    // Both sent as already-serialized JSON text, which Fastify passes through as is.
+    app.get('/ping', { schema: routeSchema(NO_QUERY, PONG) }, async (_request, reply) => reply.type(JSON_TYPE).send('"PONG"'));
     for (const url of ['/storage/recommendedBatchSize', '/s3/recommendedBatchSize']) {
-      // A bare integer: valid JSON, and what existing clients parse.
-      app.get(url, async (_request, reply) => reply.type('application/json; charset=utf-8').send(String(deps.recommendedBatchSize())));
+      app.get(url, { schema: routeSchema(NO_QUERY, BATCH_SIZE) }, async (_request, reply) => reply.type(JSON_TYPE).send(String(deps.recommendedBatchSize())));
     }
-
-    app.get('/healthz', { config: { auth: false } }, async () => {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS);
-      });
-      try {
-        // A full disk can leave room for the probe's one row but not for a commit's pages.
-        if (deps.commitsFailing()) throw new Error('the last commit failed');
-        await Promise.race([deps.store.checkWritable(), timeout]);
-      } catch (cause) {
-        throw new BmError('BM_ERR_STORE_UNAVAILABLE', `The ${deps.store.backend} store cannot take writes: ${(cause as Error).message}`, { retryAfter: 1 }, { cause });
-      } finally {
-        clearTimeout(timer);
-      }
-      return { status: 'ok', store: deps.store.backend };
-    });
+    app.get('/healthz', { config: { auth: false }, schema: routeSchema(NO_QUERY, HEALTH) }, () => deps.health.check());
   };
 }

@@ -20,7 +20,7 @@ const LIMITS = { maxBodyBytes: TELEMETRY_MAX_BODY_BYTES, quarantineMaxBytes: 0 }
 const EMPTY = Buffer.alloc(0);
 
 export function telemetryRoutes(telemetry: TelemetryService, limiter: RateLimiter) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     // This plugin's own parser: a smaller bound than events, and nothing kept of a refused body.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', (request, payload, done) => {

@@ -8,10 +8,11 @@
  *   into `events` by COPY; then COMMIT. COPY is how PostgreSQL takes rows most cheaply: on the bench
  *   machine it costs half the CPU per event of the one-statement path.
  *
- * bench/pg-insert-methods.ts measures both, and the alternatives that lost.
+ * docs/BENCHMARKS.md gives the figures of both.
  */
 import { KINDS } from '../../events/catalogue.js';
-import { DICT_FIELDS, encodeBool, encodeRest } from '../row.js';
+import type { EventRecord } from '../../events/catalogue.js';
+import { BOOL_FIELDS, COLUMN_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeRest, pgColumn, pgType } from '../row.js';
 import type { EventToStore } from '../types.js';
 
 // ---- Text columns ----
@@ -35,38 +36,18 @@ export function fromPgText(value: string): string {
 
 // ---- Columns ----
 
-/** The `events` columns after seq, in the order both paths send them. */
-const EVENT_COLUMNS = [
+/** The `events` columns after seq, in the order both paths send them: the fixed ones, row.ts's COLUMN_FIELDS, rest. */
+const EVENT_COLUMNS: readonly (readonly [string, string])[] = [
   ['ts', 'bigint'],
   ['received_at', 'bigint'],
-  ['bytes', 'bigint'],
   ['tenant_id', 'integer'],
-  ['provider_id', 'integer'],
-  ['customer_id', 'integer'],
-  ['feature_id', 'integer'],
-  ['client_type_id', 'integer'],
-  ['client_id', 'integer'],
-  ['bucket_id', 'integer'],
-  ['object_category_id', 'integer'],
   ['action', 'smallint'],
-  ['part_number', 'smallint'],
-  ['is_billable_egress', 'boolean'],
-  ['event_id', 'text'],
-  ['object_key', 'text'],
-  ['version_id', 'text'],
-  ['upload_id', 'text'],
+  ...COLUMN_FIELDS.map((field) => [pgColumn(field), pgType(field)] as const),
   ['rest', 'text'],
-] as const;
+];
+const FIXED_COLUMNS = 4;
 
-type Column = (typeof EVENT_COLUMNS)[number][0];
-export type InputColumn = (typeof INPUT_COLUMNS)[number][0];
 type Value = string | number | boolean | null;
-
-const C = Object.fromEntries(EVENT_COLUMNS.map(([name], i) => [name, i])) as Record<Column, number>;
-/** Where each of DICT_FIELDS goes. */
-const DICT_COLUMNS = (['provider_id', 'customer_id', 'feature_id', 'client_type_id', 'client_id', 'bucket_id', 'object_category_id'] as const).map(
-  (name) => C[name],
-);
 
 /** The sequence's INCREMENT BY (migration 1): each nextval() reserves this many ids. */
 export const SEQ_BLOCK = 1000;
@@ -82,14 +63,15 @@ replayed AS (UPDATE quarantine SET replayed_at = $10 WHERE id = ANY($9::bigint[]
 // ---- Small units: one statement ----
 
 /** The one statement's input columns: the event's row in the encoder, then EVENT_COLUMNS. */
-export const INPUT_COLUMNS = [['row', 'integer'], ...EVENT_COLUMNS] as const;
+const INPUT_COLUMNS: readonly (readonly [string, string])[] = [['row', 'integer'], ...EVENT_COLUMNS];
 
 /**
- * The one statement, reading the unit's events from `input`: a FROM item with INPUT_COLUMNS, aliased
- * i (bench/pg-insert-methods.ts feeds it other ways). Parameters $1-$10 as QUARANTINE_CTES says.
- * Returns (row, seq) of the events stored; the others were duplicates.
+ * The one statement, reading the unit's events from one array parameter per input column ($11 on),
+ * as UnitEncoder.arrays writes them. Parameters $1-$10 as QUARANTINE_CTES says. Returns (row, seq)
+ * of the events stored; the others were duplicates.
  */
-export function statementSql(input: string): string {
+function statementSql(): string {
+  const input = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${11 + i}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
   const stored = EVENT_COLUMNS.map(([name]) => name).join(', ');
   return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
 ids AS (
@@ -122,9 +104,7 @@ ${QUARANTINE_CTES}
 SELECT row, seq FROM kept`;
 }
 
-/** The store's own input: one array parameter per input column ($11 on), as UnitEncoder.arrays writes them. */
-export const UNNEST_INPUT = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${11 + i}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
-export const STATEMENT_SQL = statementSql(UNNEST_INPUT);
+export const STATEMENT_SQL = statementSql();
 
 // ---- Large units: event_ids and sequence blocks, then COPY ----
 
@@ -204,7 +184,7 @@ export class UnitEncoder {
   }
 
   add(ord: number): void {
-    const { event } = this.events[ord]!;
+    const event: EventRecord = this.events[ord]!.event;
     const d = (this.ords.push(ord) - 1) * DICT_FIELDS.length;
     for (let f = 0; f < DICT_FIELDS.length; f++) {
       const value = event[DICT_FIELDS[f]!];
@@ -266,27 +246,25 @@ export class UnitEncoder {
   }
 
   #fill(row: number, ids: readonly number[]): Value[] {
-    const { tenantId, receivedAt, event } = this.events[this.ords[row]!]!;
+    const { tenantId, receivedAt } = this.events[this.ords[row]!]!;
+    const event: EventRecord = this.events[this.ords[row]!]!.event;
     const values = this.#row;
-    values[C.ts] = event.timestamp;
-    values[C.received_at] = receivedAt;
-    values[C.bytes] = event.bytes ?? null;
-    values[C.tenant_id] = tenantId;
+    values[0] = event.timestamp;
+    values[1] = receivedAt;
+    values[2] = tenantId;
+    values[3] = KINDS[event.action].code;
+    // In COLUMN_FIELDS order.
+    let c = FIXED_COLUMNS;
     const d = row * DICT_FIELDS.length;
     for (let f = 0; f < DICT_FIELDS.length; f++) {
       const index = this.#dict[d + f]!;
-      values[DICT_COLUMNS[f]!] = index === -1 ? null : ids[index]!;
+      values[c++] = index === -1 ? null : ids[index]!;
     }
-    values[C.action] = KINDS[event.action].code;
-    values[C.part_number] = event.partNumber ?? null;
-    const billable = encodeBool(event.isBillableEgress);
-    values[C.is_billable_egress] = billable === null ? null : billable === 1;
-    values[C.event_id] = text(event.eventId);
-    values[C.object_key] = text(event.objectKey);
-    values[C.version_id] = text(event.versionId);
-    values[C.upload_id] = text(event.uploadId);
+    for (const field of TEXT_FIELDS) values[c++] = text(event[field]);
+    for (const field of INT_FIELDS) values[c++] = event[field] ?? null;
+    for (const field of BOOL_FIELDS) values[c++] = event[field] ?? null;
     // JSON.stringify escapes NUL and lone surrogates, so the JSON is valid PostgreSQL text as it is.
-    values[C.rest] = encodeRest(event);
+    values[c] = encodeRest(event);
     return values;
   }
 }

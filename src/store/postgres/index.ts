@@ -5,6 +5,7 @@
 import { Pool } from 'pg';
 import { StoreUnavailableError, type Store } from '../types.js';
 import { migrate } from './migrate.js';
+import { PgJobOwnership } from './jobs.js';
 import { ensurePartitions } from './partitions.js';
 import { PostgresStore } from './store.js';
 
@@ -76,10 +77,11 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const timer = setInterval(() => void maintainPartitions(), PARTITION_CHECK_MS);
   timer.unref();
 
+  const jobs = new PgJobOwnership(options.url, logger);
   let closing: Promise<void> | undefined;
-  return new PostgresStore(pool, options.copyMinEvents ?? COPY_MIN_EVENTS, () => {
+  return new PostgresStore(pool, options.copyMinEvents ?? COPY_MIN_EVENTS, jobs, () => {
     clearInterval(timer);
-    closing ??= pool.end();
+    closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
   });
 }

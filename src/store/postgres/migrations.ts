@@ -41,7 +41,7 @@ CREATE TABLE event_ids (
 );
 
 -- Arrival order, and the number behind server-assigned event ids; a sequence never hands out a value
--- twice. One nextval() reserves a block of 1,000 (see SEQ_BLOCK in store.ts): one call per unit
+-- twice. One nextval() reserves a block of 1,000 (see SEQ_BLOCK in encode.ts): one call per unit
 -- instead of one per event.
 CREATE SEQUENCE event_seq AS bigint INCREMENT BY 1000;
 

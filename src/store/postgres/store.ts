@@ -11,7 +11,8 @@ import { DatabaseError, type Pool, type PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { actionByCode, KINDS, type EventRecord } from '../../events/catalogue.js';
 import type { FieldError } from '../../events/field-error.js';
-import { decodeRest } from '../row.js';
+import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest, pgColumn } from '../row.js';
+import type { ColumnField } from '../row.js';
 import {
   InvalidCursorError,
   serverEventId,
@@ -21,6 +22,7 @@ import {
   type EventOutcome,
   type EventPage,
   type EventQuery,
+  type JobOwnership,
   type KeyStore,
   type NewApiKey,
   type QuarantineEntry,
@@ -41,7 +43,7 @@ const LOCK_FIRST_KEY = 3;
  * inserted (ON CONFLICT DO NOTHING) outside the unit's transaction, so other processes never wait on
  * a unit to learn an id; an unused value left by a failed unit is harmless.
  */
-export class Dictionary {
+class Dictionary {
   private readonly cache = new Map<string, number>();
 
   constructor(
@@ -151,7 +153,7 @@ function safeSeq(seq: string): number {
  * The COPY path inside a unit's transaction (encode.ts): RESERVE_SQL with `params` (event_ids,
  * sequence blocks, quarantine), then COPY of the events it found new, their seqs written into `seqs`.
  */
-export async function reserveAndCopy(client: PoolClient, params: unknown[], encoder: UnitEncoder, ids: readonly number[], seqs: (number | undefined)[]): Promise<void> {
+async function reserveAndCopy(client: PoolClient, params: unknown[], encoder: UnitEncoder, ids: readonly number[], seqs: (number | undefined)[]): Promise<void> {
   const { rows } = await client.query<{ fresh: number[]; blocks: string[] }>({ name: 'bm_reserve', text: RESERVE_SQL, values: params });
   const { fresh, blocks } = rows[0]!;
   const text = encoder.copy(ids, new Set(fresh), blocks.map(safeSeq), seqs);
@@ -169,56 +171,35 @@ async function copyIn(client: PoolClient, text: string): Promise<void> {
 
 // ---- Reading rows ----
 
-interface EventRow {
-  seq: string;
-  ts: string;
-  received_at: string;
-  bytes: string | null;
-  action: number;
-  part_number: number | null;
-  is_billable_egress: boolean | null;
-  event_id: string | null;
-  object_key: string | null;
-  version_id: string | null;
-  upload_id: string | null;
-  rest: string | null;
-  provider: string;
-  customer: string | null;
-  feature: string | null;
-  client_type: string | null;
-  client: string | null;
-  bucket: string | null;
-  object_category: string | null;
-}
+/** A row of the page query: the fixed columns, then each column field under its own name. */
+type EventRow = { seq: string; ts: string; received_at: string; action: number; rest: string | null } & {
+  [F in ColumnField]: string | number | boolean | null;
+};
+
+/**
+ * The page query's select list: dictionary fields joined to their values (d0, d1...), every column
+ * field under its own name, as EventRow reads them.
+ */
+const SELECT_FIELDS = [
+  ...DICT_FIELDS.map((field, i) => `d${i}.value AS "${field}"`),
+  ...[...TEXT_FIELDS, ...INT_FIELDS, ...BOOL_FIELDS].map((field) => `e.${pgColumn(field)} AS "${field}"`),
+].join(', ');
+const JOIN_DICT = DICT_FIELDS.map((field, i) => `LEFT JOIN dict d${i} ON d${i}.id = e.${pgColumn(field)}`).join('\n');
 
 function toStoredEvent(row: EventRow): StoredEvent {
   const action = actionByCode(row.action);
   if (action === undefined) throw new Error(`unknown action code ${row.action} in events row ${row.seq}`);
-  const event: StoredEvent = {
-    action,
-    timestamp: Number(row.ts),
-    provider: fromPgText(row.provider),
-    eventId: row.event_id === null ? serverEventId(BigInt(row.seq)) : fromPgText(row.event_id),
-    receivedAt: Number(row.received_at),
-  };
-  const strings: [keyof EventRecord, string | null][] = [
-    ['customerId', row.customer],
-    ['featureId', row.feature],
-    ['clientType', row.client_type],
-    ['clientId', row.client],
-    ['bucket', row.bucket],
-    ['objectCategory', row.object_category],
-    ['objectKey', row.object_key],
-    ['versionId', row.version_id],
-    ['uploadId', row.upload_id],
-  ];
-  const record = event as unknown as Record<string, unknown>;
-  for (const [name, value] of strings) if (value !== null) record[name] = fromPgText(value);
-  if (row.bytes !== null) event.bytes = Number(row.bytes);
-  if (row.part_number !== null) event.partNumber = row.part_number;
-  if (row.is_billable_egress !== null) event.isBillableEgress = row.is_billable_egress;
+  // provider is NOT NULL: the loop below sets it.
+  const event: EventRecord = { action, timestamp: Number(row.ts), provider: '' };
+  for (const field of [...DICT_FIELDS, ...TEXT_FIELDS]) {
+    const value = row[field] as string | null;
+    if (value !== null) event[field] = fromPgText(value);
+  }
+  // bigint columns come as strings.
+  for (const field of INT_FIELDS) if (row[field] !== null) event[field] = Number(row[field]);
+  for (const field of BOOL_FIELDS) if (row[field] !== null) event[field] = row[field] as boolean;
   decodeRest(row.rest, event);
-  return event;
+  return Object.assign(event, { eventId: event.eventId ?? serverEventId(BigInt(row.seq)), receivedAt: Number(row.received_at) });
 }
 
 /**
@@ -315,6 +296,7 @@ export class PostgresStore implements Store {
   constructor(
     private readonly pool: Pool,
     private readonly copyMinEvents: number,
+    private readonly jobs: JobOwnership,
     private readonly onClose: () => Promise<void>,
   ) {
     this.dictionary = new Dictionary(pool);
@@ -438,17 +420,9 @@ export class PostgresStore implements Store {
     }
     const order = ranged ? 'ts DESC, seq DESC' : 'seq DESC';
     params.push(query.limit + 1);
-    const sql = `SELECT e.seq, e.ts, e.received_at, e.bytes, e.action, e.part_number, e.is_billable_egress, e.event_id,
-        e.object_key, e.version_id, e.upload_id, e.rest, p.value AS provider, c.value AS customer, f.value AS feature,
-        ct.value AS client_type, ci.value AS client, b.value AS bucket, oc.value AS object_category
+    const sql = `SELECT e.seq, e.ts, e.received_at, e.action, e.rest, ${SELECT_FIELDS}
       FROM (SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${params.length}) e
-      JOIN dict p ON p.id = e.provider_id
-      LEFT JOIN dict c ON c.id = e.customer_id
-      LEFT JOIN dict f ON f.id = e.feature_id
-      LEFT JOIN dict ct ON ct.id = e.client_type_id
-      LEFT JOIN dict ci ON ci.id = e.client_id
-      LEFT JOIN dict b ON b.id = e.bucket_id
-      LEFT JOIN dict oc ON oc.id = e.object_category_id
+      ${JOIN_DICT}
       ORDER BY ${order.replace(/(ts|seq) /g, 'e.$1 ')}`;
     const { rows } = await guarded(() => this.pool.query<EventRow>(sql, params));
     const more = rows.length > query.limit;
@@ -470,6 +444,10 @@ export class PostgresStore implements Store {
     if (row === undefined || row.recovery || row.read_only === 'on') {
       throw new StoreUnavailableError('PostgreSQL is read-only (standby or read-only transaction mode)');
     }
+  }
+
+  claimJobs(): Promise<boolean> {
+    return this.jobs.claimJobs();
   }
 
   close(): Promise<void> {

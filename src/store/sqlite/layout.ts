@@ -6,62 +6,36 @@
  * distinct one is sent once per unit and the writer resolves its id once per unit.
  */
 import { KINDS } from '../../events/catalogue.js';
-import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeBool, encodeRest } from '../row.js';
-import type { DictField, IntField, TextField } from '../row.js';
+import type { EventRecord } from '../../events/catalogue.js';
+import { BOOL_FIELDS, COLUMN_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeBool, encodeRest, sqliteColumn } from '../row.js';
+import type { BoolField, DictField, IntField, TextField } from '../row.js';
 import type { CommitUnit } from '../types.js';
 
-const DICT_COLUMNS: Record<DictField, string> = {
-  provider: 'provider',
-  customerId: 'customer',
-  featureId: 'feature',
-  clientType: 'client_type',
-  clientId: 'client_id',
-  bucket: 'bucket',
-  objectCategory: 'object_category',
-};
-const TEXT_COLUMNS: Record<TextField, string> = {
-  objectKey: 'object_key',
-  versionId: 'version_id',
-  uploadId: 'upload_id',
-};
-const INT_COLUMNS: Record<IntField, string> = { bytes: 'bytes', partNumber: 'part_number' };
-
 /** The event columns after the fixed ones, in the order the writer binds and the reader selects them. */
-export const FIELD_COLUMNS = [
-  ...DICT_FIELDS.map((f) => DICT_COLUMNS[f]),
-  ...TEXT_FIELDS.map((f) => TEXT_COLUMNS[f]),
-  ...INT_FIELDS.map((f) => INT_COLUMNS[f]),
-  'billable',
-  'event_id',
-  'rest',
-];
-/** Positions within FIELD_COLUMNS. */
-export const F_DICT = 0;
-export const F_TEXTS = F_DICT + DICT_FIELDS.length;
-/** objectKey's position within TEXT_FIELDS: its column holds an object_keys id, not the text. */
-export const T_OBJECT_KEY = TEXT_FIELDS.indexOf('objectKey');
-export const F_INTS = F_TEXTS + TEXT_FIELDS.length;
-export const F_BILLABLE = F_INTS + INT_FIELDS.length;
-export const F_EVENT_ID = F_BILLABLE + 1;
-export const F_REST = F_EVENT_ID + 1;
+export const FIELD_COLUMNS = [...COLUMN_FIELDS.map(sqliteColumn), 'rest'];
 
-/** Per event in PackedUnit.nums: these, then INT_FIELDS. NaN stands for NULL. */
-export const N_TENANT = 0;
-export const N_TIMESTAMP = 1;
-export const N_RECEIVED_AT = 2;
-export const N_ACTION = 3;
-export const N_BILLABLE = 4;
-export const N_INTS = 5;
-export const NUMS_PER_EVENT = N_INTS + INT_FIELDS.length;
+/** Each field's position within its class's list. */
+const positions = <F extends string>(fields: readonly F[]) => Object.fromEntries(fields.map((f, i) => [f, i])) as Record<F, number>;
+const DICT_AT = positions(DICT_FIELDS);
+const TEXT_AT = positions(TEXT_FIELDS);
+const INT_AT = positions(INT_FIELDS);
+const BOOL_AT = positions(BOOL_FIELDS);
+
+/** Per event in PackedUnit.nums: these, then INT_FIELDS, then BOOL_FIELDS (1/0). NaN stands for NULL. */
+const N_TENANT = 0;
+const N_TIMESTAMP = 1;
+const N_RECEIVED_AT = 2;
+const N_ACTION = 3;
+const N_INTS = 4;
+const N_BOOLS = N_INTS + INT_FIELDS.length;
+const NUMS_PER_EVENT = N_BOOLS + BOOL_FIELDS.length;
 
 /** Per event in PackedUnit.dict: DICT_FIELDS, each an index into PackedUnit.values, -1 for absent. */
-export const DICT_PER_EVENT = DICT_FIELDS.length;
+const DICT_PER_EVENT = DICT_FIELDS.length;
 
-/** Per event in PackedUnit.strs: TEXT_FIELDS, then these. */
-export const S_TEXTS = 0;
-export const S_EVENT_ID = S_TEXTS + TEXT_FIELDS.length;
-export const S_REST = S_EVENT_ID + 1;
-export const STRS_PER_EVENT = S_REST + 1;
+/** Per event in PackedUnit.strs: TEXT_FIELDS, then the JSON rest. */
+const S_REST = TEXT_FIELDS.length;
+const STRS_PER_EVENT = S_REST + 1;
 
 export interface PackedQuarantine {
   tenantId: number;
@@ -95,14 +69,15 @@ export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: Arra
   const valueIndex = new Map<string, number>();
   const strs = new Array<string | null>(count * STRS_PER_EVENT);
   for (let i = 0; i < count; i++) {
-    const { tenantId, receivedAt, event } = unit.events[i]!;
+    const { tenantId, receivedAt } = unit.events[i]!;
+    const event: EventRecord = unit.events[i]!.event;
     const n = i * NUMS_PER_EVENT;
     nums[n + N_TENANT] = tenantId;
     nums[n + N_TIMESTAMP] = event.timestamp;
     nums[n + N_RECEIVED_AT] = receivedAt;
     nums[n + N_ACTION] = KINDS[event.action].code;
-    nums[n + N_BILLABLE] = encodeBool(event.isBillableEgress) ?? NaN;
     for (let f = 0; f < INT_FIELDS.length; f++) nums[n + N_INTS + f] = event[INT_FIELDS[f]!] ?? NaN;
+    for (let f = 0; f < BOOL_FIELDS.length; f++) nums[n + N_BOOLS + f] = encodeBool(event[BOOL_FIELDS[f]!]) ?? NaN;
     const d = i * DICT_PER_EVENT;
     for (let f = 0; f < DICT_FIELDS.length; f++) {
       const value = event[DICT_FIELDS[f]!] ?? null;
@@ -117,8 +92,7 @@ export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: Arra
       dict[d + f] = index;
     }
     const s = i * STRS_PER_EVENT;
-    for (let f = 0; f < TEXT_FIELDS.length; f++) strs[s + S_TEXTS + f] = event[TEXT_FIELDS[f]!] ?? null;
-    strs[s + S_EVENT_ID] = event.eventId ?? null;
+    for (let f = 0; f < TEXT_FIELDS.length; f++) strs[s + f] = event[TEXT_FIELDS[f]!] ?? null;
     strs[s + S_REST] = encodeRest(event);
   }
   const transfer: ArrayBuffer[] = [nums.buffer, dict.buffer];
@@ -137,4 +111,66 @@ export function packUnit(unit: CommitUnit): { packed: PackedUnit; transfer: Arra
     };
   });
   return { packed: { count, nums, dict, values, strs, quarantine, replayed: unit.replayed ?? null }, transfer };
+}
+
+const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
+
+/**
+ * One event of a packed unit, read by field name: the writer thread's typed view of what the main
+ * thread packed. Positions stay in this file. `at` moves the view, so one view serves a whole unit
+ * without allocating per event.
+ */
+export class PackedEvent {
+  #unit: PackedUnit | undefined;
+  #n = 0;
+  #d = 0;
+  #s = 0;
+
+  at(unit: PackedUnit, index: number): this {
+    this.#unit = unit;
+    this.#n = index * NUMS_PER_EVENT;
+    this.#d = index * DICT_PER_EVENT;
+    this.#s = index * STRS_PER_EVENT;
+    return this;
+  }
+
+  get tenantId(): number {
+    return this.#unit!.nums[this.#n + N_TENANT]!;
+  }
+
+  get timestamp(): number {
+    return this.#unit!.nums[this.#n + N_TIMESTAMP]!;
+  }
+
+  get receivedAt(): number {
+    return this.#unit!.nums[this.#n + N_RECEIVED_AT]!;
+  }
+
+  /** The kind's code (catalogue KINDS). */
+  get actionCode(): number {
+    return this.#unit!.nums[this.#n + N_ACTION]!;
+  }
+
+  /** The value's index into the unit's `values`, or -1 when absent. */
+  dict(field: DictField): number {
+    return this.#unit!.dict[this.#d + DICT_AT[field]]!;
+  }
+
+  text(field: TextField): string | null {
+    return this.#unit!.strs[this.#s + TEXT_AT[field]] ?? null;
+  }
+
+  int(field: IntField): number | null {
+    return orNull(this.#unit!.nums[this.#n + N_INTS + INT_AT[field]]!);
+  }
+
+  /** 1, 0, or null when absent (SQLite's own form). */
+  bool(field: BoolField): number | null {
+    return orNull(this.#unit!.nums[this.#n + N_BOOLS + BOOL_AT[field]]!);
+  }
+
+  /** The JSON column (row.ts encodeRest). */
+  get rest(): string | null {
+    return this.#unit!.strs[this.#s + S_REST] ?? null;
+  }
 }

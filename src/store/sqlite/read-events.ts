@@ -8,13 +8,13 @@
 import type { Statement } from 'better-sqlite3';
 import { KINDS, actionByCode, isActionName } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
-import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
+import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest } from '../row.js';
 import { InvalidCursorError, serverEventId } from '../types.js';
 import type { EventPage, EventQuery, StoredEvent } from '../types.js';
 import type { Connection } from './connection.js';
 import { CursorSeal } from './cursor.js';
 import type { Position } from './cursor.js';
-import { FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, T_OBJECT_KEY } from './layout.js';
+import { FIELD_COLUMNS } from './layout.js';
 import type { ReadBudget } from './read-budget.js';
 
 const DICT_CACHE_LIMIT = 200_000;
@@ -26,14 +26,9 @@ const C_TSEQ = 1;
 const C_TIMESTAMP = 2;
 const C_RECEIVED_AFTER = 3;
 const C_ACTION = 4;
-const C_DICT = FIXED_COLUMNS.length + F_DICT;
-const C_CUSTOMER = C_DICT + DICT_FIELDS.indexOf('customerId');
-const C_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
-const C_OBJECT_KEY = C_TEXTS + T_OBJECT_KEY;
-const C_INTS = FIXED_COLUMNS.length + F_INTS;
-const C_BILLABLE = FIXED_COLUMNS.length + F_BILLABLE;
-const C_EVENT_ID = FIXED_COLUMNS.length + F_EVENT_ID;
-const C_REST = FIXED_COLUMNS.length + F_REST;
+/** A field column's position in a row read with COLUMNS. */
+const column = (name: string): number => FIXED_COLUMNS.length + FIELD_COLUMNS.indexOf(name);
+const C_EVENT_ID = column('event_id');
 
 type Row = (number | string | null)[];
 
@@ -148,21 +143,25 @@ export class EventReader {
     if (action === undefined) throw new Error(`event ${seq} has action code ${code}, unknown to this version`);
     // provider is NOT NULL: the dictionary loop below sets it.
     const event: EventRecord = { action, timestamp, provider: '' };
-    for (let f = 0; f < DICT_FIELDS.length; f++) {
-      const id = row[C_DICT + f] as number | null;
-      if (id !== null) event[DICT_FIELDS[f]!] = this.#value(id);
+    // In FIELD_COLUMNS order.
+    let c = FIXED_COLUMNS.length;
+    for (const field of DICT_FIELDS) {
+      const id = row[c++] as number | null;
+      if (id !== null) event[field] = this.#value(id);
     }
-    for (let f = 0; f < TEXT_FIELDS.length; f++) {
-      const value = row[C_TEXTS + f] as string | number | null;
-      if (value !== null) event[TEXT_FIELDS[f]!] = C_TEXTS + f === C_OBJECT_KEY ? this.#objectKeyValue(value as number) : (value as string);
+    for (const field of TEXT_FIELDS) {
+      const value = row[c++] as string | number | null;
+      if (value !== null) event[field] = field === 'objectKey' ? this.#objectKeyValue(value as number) : (value as string);
     }
-    for (let f = 0; f < INT_FIELDS.length; f++) {
-      const value = row[C_INTS + f] as number | null;
-      if (value !== null) event[INT_FIELDS[f]!] = value;
+    for (const field of INT_FIELDS) {
+      const value = row[c++] as number | null;
+      if (value !== null) event[field] = value;
     }
-    const billable = row[C_BILLABLE] as number | null;
-    if (billable !== null) event.isBillableEgress = billable === 1;
-    decodeRest(row[C_REST] as string | null, event);
+    for (const field of BOOL_FIELDS) {
+      const value = row[c++] as number | null;
+      if (value !== null) event[field] = value === 1;
+    }
+    decodeRest(row[c] as string | null, event);
     // Rows stored before per-tenant numbering (migration 3) have no tseq: their id is their seq.
     const eventId = (row[C_EVENT_ID] as string | null) ?? serverEventId((row[C_TSEQ] as number | null) ?? seq);
     return Object.assign(event, { eventId, receivedAt: timestamp + (row[C_RECEIVED_AFTER] as number) });

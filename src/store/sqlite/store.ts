@@ -101,6 +101,11 @@ export class SqliteStore implements Store {
     await this.#writer.request({ type: 'check' });
   }
 
+  /** SQLite is served by one process (more workers need PostgreSQL): while open, it owns the jobs. */
+  async claimJobs(): Promise<boolean> {
+    return !this.#closed;
+  }
+
   /**
    * Runs `PRAGMA <source>` on the writer's connection, for diagnostics and tests. A setting lasts
    * until that connection is reopened, which happens after any failed write.

@@ -6,13 +6,10 @@
  * queued, however large the backlog grows.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
+import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
 import { openConnection, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
-import {
-  DICT_PER_EVENT, FIELD_COLUMNS, F_BILLABLE, F_DICT, F_EVENT_ID, F_INTS, F_REST, F_TEXTS, N_ACTION, N_BILLABLE, N_INTS,
-  N_RECEIVED_AT, N_TENANT, N_TIMESTAMP, NUMS_PER_EVENT, STRS_PER_EVENT, S_EVENT_ID, S_REST, S_TEXTS, T_OBJECT_KEY,
-} from './layout.js';
+import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
@@ -22,12 +19,6 @@ const DICT_CACHE_LIMIT = 200_000;
 
 const FIXED_COLUMNS = ['seq', 'tseq', 'tenant', 'timestamp', 'received_after', 'action'];
 const EVENT_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS];
-const A_DICT = FIXED_COLUMNS.length + F_DICT;
-const A_TEXTS = FIXED_COLUMNS.length + F_TEXTS;
-const A_INTS = FIXED_COLUMNS.length + F_INTS;
-const A_BILLABLE = FIXED_COLUMNS.length + F_BILLABLE;
-const A_EVENT_ID = FIXED_COLUMNS.length + F_EVENT_ID;
-const A_REST = FIXED_COLUMNS.length + F_REST;
 
 const INSERT_EVENT = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`;
 
@@ -59,8 +50,6 @@ function prepare(db: Connection) {
 
 type Statements = ReturnType<typeof prepare>;
 
-const orNull = (value: number): number | null => (Number.isNaN(value) ? null : value);
-
 class Writer {
   #db: Connection | undefined;
   #statements: Statements | undefined;
@@ -70,6 +59,7 @@ class Writer {
   #objectKeys: ObjectKeyIds | undefined;
   /** The insert's parameters, rewritten for each event. */
   readonly #args = new Array<unknown>(EVENT_COLUMNS.length);
+  readonly #event = new PackedEvent();
 
   constructor(private readonly data: WriterData) {}
 
@@ -110,35 +100,33 @@ class Writer {
    * duplicate), then its quarantine entries and replay marks. Returns the last seq handed out.
    */
   #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, tseqs: Map<number, number>, added: string[], addedKeys: string[]): number {
-    const { count, nums, dict, strs } = unit;
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
-    for (let i = 0; i < count; i++) {
-      const n = i * NUMS_PER_EVENT;
-      const d = i * DICT_PER_EVENT;
-      const o = i * STRS_PER_EVENT;
-      const timestamp = nums[n + N_TIMESTAMP]!;
-      const tenant = nums[n + N_TENANT]!;
-      const eventId = strs[o + S_EVENT_ID] ?? null;
+    const event = this.#event;
+    for (let i = 0; i < unit.count; i++) {
+      event.at(unit, i);
+      const timestamp = event.timestamp;
+      const hasEventId = event.text('eventId') !== null;
       args[0] = seq + 1;
-      args[1] = eventId === null ? this.#nextTenantSeq(s, tseqs, tenant) : null;
-      args[2] = tenant;
+      args[1] = hasEventId ? null : this.#nextTenantSeq(s, tseqs, event.tenantId);
+      args[2] = event.tenantId;
       args[3] = timestamp;
-      args[4] = nums[n + N_RECEIVED_AT]! - timestamp;
-      args[5] = nums[n + N_ACTION];
-      for (let f = 0; f < DICT_FIELDS.length; f++) {
-        const index = dict[d + f]!;
-        args[A_DICT + f] = index === -1 ? null : dictIds[index];
+      args[4] = event.receivedAt - timestamp;
+      args[5] = event.actionCode;
+      // In FIELD_COLUMNS order.
+      let a = FIXED_COLUMNS.length;
+      for (const field of DICT_FIELDS) {
+        const index = event.dict(field);
+        args[a++] = index === -1 ? null : dictIds[index];
       }
-      for (let f = 0; f < TEXT_FIELDS.length; f++) {
-        const text = strs[o + S_TEXTS + f] ?? null;
-        args[A_TEXTS + f] = text !== null && f === T_OBJECT_KEY ? this.#objectKeys!.id(s.objectKeys, text, addedKeys) : text;
+      for (const field of TEXT_FIELDS) {
+        const text = event.text(field);
+        args[a++] = text !== null && field === 'objectKey' ? this.#objectKeys!.id(s.objectKeys, text, addedKeys) : text;
       }
-      for (let f = 0; f < INT_FIELDS.length; f++) args[A_INTS + f] = orNull(nums[n + N_INTS + f]!);
-      args[A_BILLABLE] = orNull(nums[n + N_BILLABLE]!);
-      args[A_EVENT_ID] = eventId;
-      args[A_REST] = strs[o + S_REST];
-      if (eventId === null) {
+      for (const field of INT_FIELDS) args[a++] = event.int(field);
+      for (const field of BOOL_FIELDS) args[a++] = event.bool(field);
+      args[a] = event.rest;
+      if (!hasEventId) {
         s.insert.run(args);
         ++seq;
         seqs[i] = args[1] as number;
@@ -293,12 +281,12 @@ function commitGroup(group: CommitRequest[]): void {
   } catch (err) {
     failure = err;
   }
-  group.forEach((request, i) =>
+  for (const [i, request] of group.entries()) {
     answer(request.id, () => {
       if (seqs === undefined) throw failure;
       return seqs[i]!;
-    }),
-  );
+    });
+  }
 }
 
 /** Now, on the clock of the deadlines the main thread sends (performance.timeOrigin is per thread). */
