@@ -163,7 +163,7 @@ export function priceMonth(input: AccountMonth): CostRow[] {
     while (checkpoint + 1 < checkpoints.length && checkpoints[checkpoint + 1]!.hour <= hour) checkpoint++;
     const shares = (byHour.get(hour) ?? []).map((q) => ({ hour, key: q.key, weight: q.earlyDeleteByteSeconds ?? 0n }));
     const quantity = shares.reduce((s, x) => s + x.weight, 0n);
-    if (plan === undefined || quantity === 0n) continue;
+    if (plan === undefined || quantity === 0n || plan.storage.minimumDays === 0) continue;
     const price = Meter.priceAt(checkpoint < 0 ? 0n : checkpoints[checkpoint]!.cumulative, storageBands(plan));
     emit(earlyLine, plan, price.mul(dec(quantity)), quantity, shares);
   }
