@@ -4,8 +4,7 @@
  */
 import type { Attribution } from './quantities.js';
 import type { CostRow } from './engine.js';
-import { COST_PLACES, ZERO, fixed } from './money.js';
-import type { Dec } from './money.js';
+import { COST_PLACES, costUnits, unitsText } from './money.js';
 
 export type CostDimension = keyof Attribution | 'provider';
 
@@ -32,7 +31,7 @@ export interface GroupedCost extends CostTotals {
  * passes it here.
  */
 export function groupCosts(rows: readonly CostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = ''): GroupedCost[] {
-  const groups = new Map<string, { start: number; dimensions: Record<string, string | null>; unallocated: boolean; unpriced: boolean; sums: Record<keyof CostTotals, Dec> }>();
+  const groups = new Map<string, { start: number; dimensions: Record<string, string | null>; unallocated: boolean; unpriced: boolean; sums: Record<keyof CostTotals, bigint> }>();
   for (const r of rows) {
     const start = windowOf(r.hour);
     const dimensions = Object.fromEntries(groupBy.map((d) => [d, d === 'provider' ? provider : (r.key?.[d] ?? null)]));
@@ -41,21 +40,22 @@ export function groupCosts(rows: readonly CostRow[], groupBy: readonly CostDimen
     const id = JSON.stringify([start, dimensions, unallocated, unpriced]);
     let g = groups.get(id);
     if (g === undefined) {
-      g = { start, dimensions, unallocated, unpriced, sums: { storageCost: ZERO, requestCost: ZERO, egressCost: ZERO, otherCost: ZERO, totalCost: ZERO } };
+      g = { start, dimensions, unallocated, unpriced, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
       groups.set(id, g);
     }
     const column = CATEGORY_COLUMN[r.category];
-    if (column !== undefined) g.sums[column] = g.sums[column].add(r.cost);
-    g.sums.totalCost = g.sums.totalCost.add(r.cost);
+    const units = costUnits(r.cost);
+    if (column !== undefined) g.sums[column] += units;
+    g.sums.totalCost += units;
   }
   return [...groups.values()]
     .map(({ sums, ...g }) => ({
       ...g,
-      storageCost: fixed(sums.storageCost, COST_PLACES),
-      requestCost: fixed(sums.requestCost, COST_PLACES),
-      egressCost: fixed(sums.egressCost, COST_PLACES),
-      otherCost: fixed(sums.otherCost, COST_PLACES),
-      totalCost: fixed(sums.totalCost, COST_PLACES),
+      storageCost: unitsText(sums.storageCost, COST_PLACES),
+      requestCost: unitsText(sums.requestCost, COST_PLACES),
+      egressCost: unitsText(sums.egressCost, COST_PLACES),
+      otherCost: unitsText(sums.otherCost, COST_PLACES),
+      totalCost: unitsText(sums.totalCost, COST_PLACES),
     }))
     .sort((a, b) => a.start - b.start || JSON.stringify(a.dimensions).localeCompare(JSON.stringify(b.dimensions)) || Number(a.unallocated) - Number(b.unallocated));
 }

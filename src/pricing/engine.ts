@@ -15,7 +15,7 @@ import type { Band } from './bands.js';
 import { Meter, bandsOf, freeAllowance } from './bands.js';
 import { versionAt } from './catalogue.js';
 import type { Dec } from './money.js';
-import { COST_PLACES, ZERO, dec, fixed, quantityText, shareOf } from './money.js';
+import { COST_PLACES, ZERO, dec, priceUnits, quantityText, shareUnits, unitsText } from './money.js';
 import type { PricePlan } from './plan.js';
 import type { AccountMonth, Attribution, KeyHour } from './quantities.js';
 
@@ -80,21 +80,23 @@ export function priceMonth(input: AccountMonth): CostRow[] {
   const byHour = new Map<number, KeyHour[]>();
   for (const q of input.quantities) {
     if (q.hour < start || q.hour >= end || q.hour % HOUR !== 0) throw new RangeError(`quantity hour ${q.hour} is not a whole hour of ${input.month}`);
-    byHour.set(q.hour, [...(byHour.get(q.hour) ?? []), q]);
+    const list = byHour.get(q.hour);
+    if (list === undefined) byHour.set(q.hour, [q]);
+    else list.push(q);
   }
   const hours = [...byHour.keys()].sort((a, b) => a - b);
   const at = (hour: number) => versionAt(input.versions, hour);
 
   const emit = (line: Line, plan: PricePlan, numerator: Dec, quantity: bigint, shares: readonly Share[], slot = shares[0]!.hour) => {
     const total = shares.reduce((s, x) => s + x.weight, 0n);
+    const amount = priceUnits(numerator);
     for (const share of shares) {
       if (share.weight === 0n) continue;
-      const consumed = dec(quantity).mul(dec(share.weight)).div(dec(total));
-      rows.push(row(line, plan, share.hour, slot, share.key, consumed, shareOf(numerator, share.weight, line.denominator, total)));
+      rows.push(row(line, plan, share.hour, slot, share.key, quantity * share.weight, total, shareUnits(amount, share.weight, line.denominator, total)));
     }
   };
   const unallocated = (line: Line, plan: PricePlan, hour: number, quantity: bigint, numerator: Dec) => {
-    rows.push(row(line, plan, hour, hour, null, dec(quantity), shareOf(numerator, 1n, line.denominator, 1n)));
+    rows.push(row(line, plan, hour, hour, null, quantity, 1n, shareUnits(priceUnits(numerator), 1n, line.denominator, 1n)));
   };
 
   // Storage, in time order; checkpoints keep the cumulative for the marginal price of early deletes.
@@ -264,7 +266,8 @@ function paidPart(before: bigint, after: bigint, bands: readonly Band[]): bigint
   return after > from ? after - from : 0n;
 }
 
-function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attribution | null, consumedBase: Dec, cost: Dec): CostRow {
+/** consumed = consumedNumerator / consumedDenominator base units; cost in units of 10^-COST_PLACES. */
+function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attribution | null, consumedNumerator: bigint, consumedDenominator: bigint, costUnits: bigint): CostRow {
   return {
     hour,
     slot,
@@ -274,18 +277,18 @@ function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attri
     planId: plan.id,
     validFrom: plan.validFrom ?? null,
     currency: plan.currency,
-    consumedQuantity: quantityText(consumedBase.div(dec(line.consumedScale))),
+    consumedQuantity: quantityText(consumedNumerator, consumedDenominator * line.consumedScale),
     consumedUnit: line.consumedUnit,
-    pricingQuantity: quantityText(consumedBase.div(dec(line.denominator))),
+    pricingQuantity: quantityText(consumedNumerator, consumedDenominator * line.denominator),
     pricingUnit: line.pricingUnit,
-    cost: fixed(cost, COST_PLACES),
+    cost: unitsText(costUnits, COST_PLACES),
   };
 }
 
 /** Quantities nobody can price (no plan for the provider, or before a plan's first version). */
 export function unpricedRows(quantities: readonly KeyHour[]): CostRow[] {
   const out: CostRow[] = [];
-  const zero = fixed(ZERO, COST_PLACES);
+  const zero = unitsText(0n, COST_PLACES);
   const base = { category: 'unpriced' as const, charge: 'unpriced', planId: null, validFrom: null, currency: null, pricingQuantity: '0', pricingUnit: '', cost: zero };
   for (const q of quantities) {
     const measures: [string, bigint][] = [

@@ -33,7 +33,17 @@ export interface FocusContext {
   readonly billingPeriodEnd: number;
 }
 
-const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+const isoCache = new Map<number, string>();
+/** ISO 8601 UTC of a whole second; cached, as an export repeats the same few hundred hours. */
+function iso(seconds: number): string {
+  let text = isoCache.get(seconds);
+  if (text === undefined) {
+    text = new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+    if (isoCache.size > 100_000) isoCache.clear();
+    isoCache.set(seconds, text);
+  }
+  return text;
+}
 
 export function focusHeader(): string {
   return FOCUS_COLUMNS.join(',') + '\n';
@@ -90,5 +100,6 @@ export function focusCsv(rows: readonly CostRow[], ctx: FocusContext): string {
 }
 
 function csvCell(value: string): string {
-  return /[",\n\r]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+  const plain = !value.includes('"') && !value.includes(',') && !value.includes('\n') && !value.includes('\r');
+  return plain ? value : `"${value.replaceAll('"', '""')}"`;
 }

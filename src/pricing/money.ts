@@ -1,9 +1,9 @@
 /**
- * Exact decimal money. Amounts are computed with 100 significant digits, which keeps every product
- * of a price and an integer quantity exact; the one division (sharing an hour's cost out to keys)
- * is then rounded ONCE, half-even, to COST_PLACES places. A rational whose denominator is below
- * 10^40 cannot lie within 10^-100 of a rounding tie without being one, so the 100-digit
- * intermediate never changes the rounded result.
+ * Exact money. Prices are decimal strings of at most 15 places (the schema's limit); decimal.js
+ * parses them and multiplies them by integer quantities exactly, giving each slot's amount. That
+ * amount, times 10^15, is an integer: sharing it out to keys is then pure BigInt arithmetic,
+ * amount × share / (denominator × total), rounded ONCE, half-even, to COST_PLACES places. No
+ * binary float and no intermediate rounding is ever involved.
  */
 import { Decimal } from 'decimal.js';
 
@@ -14,6 +14,8 @@ export type Dec = InstanceType<typeof Dec>;
 export const COST_PLACES = 10;
 /** Places of the informative quantity columns (not summed exactly). */
 export const QUANTITY_PLACES = 15;
+/** Most decimal places of a price in a plan file. */
+export const PRICE_PLACES = 15;
 
 export const ZERO = new Dec(0);
 
@@ -21,23 +23,50 @@ export function dec(value: bigint | number | string): Dec {
   return new Dec(typeof value === 'bigint' ? value.toString() : value);
 }
 
-/** numerator × share / (denominator × total), rounded once to COST_PLACES. */
-export function shareOf(numerator: Dec, share: bigint, denominator: bigint, total: bigint): Dec {
-  return numerator.mul(dec(share)).div(dec(denominator * total)).toDecimalPlaces(COST_PLACES, Decimal.ROUND_HALF_EVEN);
+/** An amount with at most PRICE_PLACES places, as an integer of 10^-PRICE_PLACES. */
+export function priceUnits(amount: Dec): bigint {
+  return BigInt(amount.mul(new Dec(10).pow(PRICE_PLACES)).toFixed(0));
 }
 
-export function fixed(value: Dec, places: number): string {
-  return value.toFixed(places, Decimal.ROUND_HALF_EVEN);
+/** a / b rounded half-even to an integer (b > 0). */
+export function divHalfEven(a: bigint, b: bigint): bigint {
+  const negative = a < 0n;
+  const n = negative ? -a : a;
+  let q = n / b;
+  const twice = 2n * (n % b);
+  if (twice > b || (twice === b && q % 2n === 1n)) q += 1n;
+  return negative ? -q : q;
 }
 
-/** Exact sum of decimal strings, written with COST_PLACES places. */
+const COST_DIVISOR = 10n ** BigInt(PRICE_PLACES - COST_PLACES);
+
+/** amount (10^-15 units) × share / (denominator × total): integer units of 10^-COST_PLACES. */
+export function shareUnits(amountUnits: bigint, share: bigint, denominator: bigint, total: bigint): bigint {
+  return divHalfEven(amountUnits * share, denominator * total * COST_DIVISOR);
+}
+
+/** Integer units of 10^-places as a fixed-point string with exactly `places` places. */
+export function unitsText(units: bigint, places: number): string {
+  const negative = units < 0n;
+  const digits = (negative ? -units : units).toString().padStart(places + 1, '0');
+  return `${negative ? '-' : ''}${digits.slice(0, -places)}.${digits.slice(-places)}`;
+}
+
+/** numerator / denominator as a quantity column: QUANTITY_PLACES places, no trailing zeros. */
+export function quantityText(numerator: bigint, denominator: bigint): string {
+  const text = unitsText(divHalfEven(numerator * 10n ** BigInt(QUANTITY_PLACES), denominator), QUANTITY_PLACES);
+  return text.replace(/\.?0+$/, '');
+}
+
+/** A cost string (COST_PLACES places) as integer units. */
+export function costUnits(text: string): bigint {
+  const [whole, part = ''] = text.split('.');
+  return BigInt(whole! + part.padEnd(COST_PLACES, '0'));
+}
+
+/** Exact sum of cost strings, written with COST_PLACES places. */
 export function sumCosts(values: Iterable<string>): string {
-  let total = ZERO;
-  for (const v of values) total = total.add(v);
-  return fixed(total, COST_PLACES);
-}
-
-/** A quantity column: at most QUANTITY_PLACES places, no trailing zeros. */
-export function quantityText(value: Dec): string {
-  return value.toDecimalPlaces(QUANTITY_PLACES, Decimal.ROUND_HALF_EVEN).toString();
+  let total = 0n;
+  for (const v of values) total += costUnits(v);
+  return unitsText(total, COST_PLACES);
 }
