@@ -46,3 +46,16 @@ export function loadBucketPlans(file: string, book: PriceBook): BucketPlans {
 export function planIdFor(book: PriceBook, assignment: BucketPlans, provider: string, bucket: string | null): string | undefined {
   return (bucket === null ? undefined : assignment.buckets[bucket]) ?? assignment.providers[provider] ?? book.defaults.get(provider);
 }
+
+/**
+ * A provider's buckets split by the plan that prices them (key undefined: unpriced). Each group is
+ * one account-month for the engine: its tiers, allowances and daily peak are shared by its buckets.
+ */
+export function bucketsByPlan(book: PriceBook, assignment: BucketPlans, provider: string, buckets: readonly string[]): Map<string | undefined, string[]> {
+  const groups = new Map<string | undefined, string[]>();
+  for (const bucket of buckets) {
+    const id = planIdFor(book, assignment, provider, bucket);
+    groups.set(id, [...(groups.get(id) ?? []), bucket]);
+  }
+  return groups;
+}

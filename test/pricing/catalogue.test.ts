@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/config.js';
 import { ACTION_NAMES } from '../../src/events/catalogue.js';
-import { loadBucketPlans, planIdFor } from '../../src/pricing/assignment.js';
+import { bucketsByPlan, loadBucketPlans, planIdFor } from '../../src/pricing/assignment.js';
 import { SHIPPED_PRICES_DIR, loadPriceBook, versionAt } from '../../src/pricing/catalogue.js';
 import type { PricePlan } from '../../src/pricing/plan.js';
 import { runCli, tempDir } from '../support/server.js';
@@ -93,6 +93,8 @@ describe('price catalogue', () => {
     assert.equal(planIdFor(book, assignment, 'aws', 'media'), 'aws-s3-standard-us-east-1');
     assert.equal(planIdFor(book, assignment, 'backblaze', 'media'), 'backblaze-b2');
     assert.equal(planIdFor(book, assignment, 'minio', 'media'), undefined);
+    assert.deepEqual([...bucketsByPlan(book, assignment, 'aws', ['media', 'archive', 'logs'])], [['aws-s3-standard-us-east-1', ['media', 'logs']], ['aws-s3-ia', ['archive']]]);
+    assert.deepEqual([...bucketsByPlan(book, assignment, 'minio', ['x'])], [[undefined, ['x']]]);
     writeFileSync(file, JSON.stringify({ buckets: { archive: 'nope' }, extra: 1 }));
     const problems = problemsOf(() => loadBucketPlans(file, book)).join('\n');
     assert.match(problems, /buckets\.archive names plan "nope", which no price file defines/);
