@@ -23,9 +23,13 @@ export function dec(value: bigint | number | string): Dec {
   return new Dec(typeof value === 'bigint' ? value.toString() : value);
 }
 
+const SCALE = new Dec(10).pow(PRICE_PLACES);
+
 /** An amount with at most PRICE_PLACES places, as an integer of 10^-PRICE_PLACES. */
 export function priceUnits(amount: Dec): bigint {
-  return BigInt(amount.mul(new Dec(10).pow(PRICE_PLACES)).toFixed(0));
+  const units = amount.mul(SCALE);
+  if (!units.isInteger()) throw new RangeError(`amount ${amount.toString()} has more than ${PRICE_PLACES} decimal places`);
+  return BigInt(units.toFixed(0));
 }
 
 /** a / b rounded half-even to an integer (b > 0). */
