@@ -39,6 +39,7 @@ export class Meter {
       if (left === 0n) break;
       if (band.upto !== null && this.cumulative >= band.upto) continue;
       const room = band.upto === null ? left : band.upto - this.cumulative;
+      // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.min does not take
       const portion = left < room ? left : room;
       numerator = numerator.add(band.price.mul(dec(portion)));
       this.cumulative += portion;
