@@ -41,6 +41,8 @@ export const SETTINGS = {
   keyCacheSeconds: { flag: 'key-cache-seconds', env: 'BUCKETMETER_KEY_CACHE_SECONDS', kind: 'int', default: 2, min: 0, doc: 'How long a key lookup is cached; a revoked key stops working within this time.' },
   requestTimeoutMs: { flag: 'request-timeout-ms', env: 'BUCKETMETER_REQUEST_TIMEOUT_MS', kind: 'int', default: 30000, min: 1000, doc: 'A request (headers and body) must arrive within this time.' },
   accessLog: { flag: 'access-log', env: 'BUCKETMETER_ACCESS_LOG', kind: 'bool', default: false, doc: 'One log line per request: method, route, status, tenant, duration, bytes in and out (never a key).' },
+  prices: { flag: 'prices', env: 'BUCKETMETER_PRICES', kind: 'string', default: undefined, doc: 'Folder of extra price-plan files (`*.json`): each adds a plan, or replaces the shipped version with the same `id` and `validFrom`.' },
+  bucketPlans: { flag: 'bucket-plans', env: 'BUCKETMETER_BUCKET_PLANS', kind: 'string', default: undefined, doc: 'JSON file `{"buckets": {name: planId}, "providers": {provider: planId}}`: which plan prices which bucket.' },
   logLevel: { flag: 'log-level', env: 'LOG_LEVEL', kind: 'string', default: 'info', doc: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
 } as const satisfies Record<string, Setting>;
 

@@ -51,6 +51,12 @@ const COMMANDS: Record<string, Help> = {
     flags: [TENANT_FILTER],
     settings: [...STORE, 'maxFutureSeconds', 'maxExtraBytes'],
   },
+  'prices list': {
+    usage: 'bucketmeter prices list [--prices DIR] [--bucket-plans FILE]',
+    about: 'Every price plan version (shipped and from --prices), and the bucket and provider assignments of --bucket-plans.',
+    settings: ['prices', 'bucketPlans'],
+  },
+  'prices show': { usage: 'bucketmeter prices show PLAN-ID [--prices DIR]', about: "One plan's versions as JSON.", settings: ['prices'] },
 };
 
 export const USAGE = `usage:

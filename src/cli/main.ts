@@ -10,6 +10,8 @@ import { tenantNameProblem } from '../auth/tenant-name.js';
 import type { Config } from '../config.js';
 import { ConfigError, loadConfig, settingFlags } from '../config.js';
 import { formatTimestamp } from '../events/timestamp.js';
+import { loadPricing } from '../pricing/setup.js';
+import { pricesCommand } from './prices.js';
 import { replayQuarantine } from '../quarantine/replay.js';
 import { bootstrapKey, createCommitter, createLogger, createValidator, openStore, startNode } from '../runtime.js';
 import { setupMessage } from '../setup-error.js';
@@ -48,13 +50,19 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 2;
   }
-  if (!['serve', 'keys', 'quarantine'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (!['serve', 'keys', 'quarantine', 'prices'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   const config = loadConfig(values, process.env);
   const tenantProblem = command === 'keys' && sub === 'create' && values.tenant !== undefined ? tenantNameProblem(values.tenant) : undefined;
   if (tenantProblem !== undefined) throw new UsageError(tenantProblem);
   switch (command) {
     case 'serve':
+      loadPricing(config); // refuse to start on a bad price catalogue; /v1/costs will use it
       return serve(config);
+    case 'prices': {
+      const code = pricesCommand(loadPricing(config), sub, arg, printTable);
+      if (code < 0) throw new UsageError('prices needs list or show');
+      return code;
+    }
     case 'keys':
       return withStore(config, sub === 'create' && values.init === true, (store) => keys(store, sub, arg, values.tenant));
     default:
