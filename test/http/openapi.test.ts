@@ -42,9 +42,16 @@ describe('OpenAPI document', () => {
     assert.deepEqual(JSON.parse(readFileSync(OPENAPI, 'utf8')), doc);
   });
 
-  it('lists every API route, and no operational one', () => {
-    const paths = Object.keys(doc.paths).sort();
-    assert.deepEqual(paths, ['/healthz', '/ping', '/s3', '/s3/batch', '/s3/recommendedBatchSize', '/s3/single', '/storage', '/storage/batch', '/storage/recommendedBatchSize', '/storage/singleCopy', '/v1/events'].sort());
+  it('lists the API routes, each with a summary and a declared reply, and no operational route', () => {
+    for (const path of ['/healthz', '/ping', '/s3', '/s3/batch', '/s3/recommendedBatchSize', '/s3/single', '/storage', '/storage/batch', '/storage/recommendedBatchSize', '/storage/singleCopy', '/v1/events']) assert.ok(doc.paths[path], path);
+    for (const path of ['/metrics', '/openapi.json', '/docs', '/docs/json']) assert.equal(doc.paths[path], undefined, path);
+    // A route registered without a schema would show up here with neither.
+    for (const [path, ops] of Object.entries<Doc>(doc.paths)) {
+      for (const [method, op] of Object.entries<Doc>(ops)) {
+        assert.ok(op.summary, `${method} ${path} has no summary`);
+        assert.ok(op.responses['200']?.content?.['application/json']?.schema, `${method} ${path} declares no 200 reply`);
+      }
+    }
   });
 
   it('describes every event kind as a oneOf with a discriminator on action', () => {
