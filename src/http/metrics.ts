@@ -9,6 +9,7 @@ import type { Counter } from 'prom-client';
 import { BmError } from '../errors.js';
 import { METRICS_CONTENT_TYPE } from '../metrics/cluster.js';
 import { toProblem } from './problem.js';
+import { NO_QUERY } from './schemas.js';
 
 export interface HttpMetrics {
   requests: Counter<'route' | 'method' | 'status'>;
@@ -26,7 +27,7 @@ export function countReplies(app: FastifyInstance, requests: HttpMetrics['reques
 
 export function metricsRoute(scrape: () => Promise<string>) {
   return async (app: FastifyInstance): Promise<void> => {
-    app.get('/metrics', { config: { auth: false }, schema: { hide: true } }, async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await scrape()));
+    app.get('/metrics', { config: { auth: false }, schema: { hide: true, querystring: NO_QUERY } }, async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await scrape()));
   };
 }
 

@@ -10,6 +10,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { ERRORS } from '../errors.js';
 import { eventJsonSchemas } from '../events/json-schema.js';
+import { NO_QUERY } from './schemas.js';
 
 const ref = (name: string) => `#/components/schemas/${name}`;
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -49,7 +50,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 /** The document and its rendering, registered after every route; both answer without a key. */
 export function openApiRoutes() {
   return async (app: FastifyInstance): Promise<void> => {
-    app.get('/openapi.json', { config: { auth: false }, schema: { hide: true } }, () => app.swagger());
+    app.get('/openapi.json', { config: { auth: false }, schema: { hide: true, querystring: NO_QUERY } }, () => app.swagger());
     await app.register(async (docs) => {
       docs.addHook('onRoute', (options) => {
         options.config = { ...options.config, auth: false };

@@ -107,6 +107,8 @@ describe('/metrics', () => {
       assert.equal(total(samples, 'bucketmeter_write_queue_events'), 0, 'nothing waits once the load is over');
       for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) assert.ok(samples.some((s) => s.name === name), name);
 
+      const withQuery = await request(`${server.url}/metrics?name=x`);
+      assert.equal(withQuery.json.code, 'BM_ERR_QUERY_INVALID', 'no parameter is silently ignored here either');
       const unknown = await request(`${server.url}/nowhere`);
       assert.equal(unknown.status, 404);
       assert.equal(total(await scrape(server.url), 'bucketmeter_http_requests_total', { route: 'unmatched', status: '404' }), 1, 'unknown paths share one label');
