@@ -26,6 +26,8 @@ export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new AggregatorRegistry<PrometheusContentType>();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
+  // Summed across workers like everything else: a scrape says how many processes it covers.
+  new Gauge({ name: 'bucketmeter_processes', help: 'Serving processes whose metrics this scrape sums (the workers of serve --workers N).', registers }).set(1);
   new Gauge({
     name: 'bucketmeter_write_queue_events',
     help: 'Events waiting for commit (queued and committing).',

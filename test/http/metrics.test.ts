@@ -105,6 +105,7 @@ describe('/metrics', () => {
       assert.ok(total(samples, 'bucketmeter_commit_events_count') < committed, 'commits were grouped');
       assert.equal(total(samples, 'bucketmeter_store_errors_total'), 0);
       assert.equal(total(samples, 'bucketmeter_write_queue_events'), 0, 'nothing waits once the load is over');
+      assert.equal(total(samples, 'bucketmeter_processes'), 1);
       for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) assert.ok(samples.some((s) => s.name === name), name);
 
       const withQuery = await request(`${server.url}/metrics?name=x`);
@@ -171,6 +172,7 @@ describe('/metrics under serve --workers 2 (PostgreSQL)', { skip: process.env.TE
       for (let i = 0; i < 6; i++) {
         const reply = await fetch(`${server.url}/metrics`, { headers: { connection: 'close' } });
         const samples = parse(await reply.text());
+        assert.equal(total(samples, 'bucketmeter_processes'), 2, `scrape ${i} covers both workers`);
         assert.equal(total(samples, 'bucketmeter_events_total', { outcome: 'accepted' }), 300, `scrape ${i}`);
         assert.equal(total(samples, 'bucketmeter_http_requests_total', { route: '/s3', status: '200' }), 300, `scrape ${i}`);
       }
@@ -187,6 +189,7 @@ describe('/metrics under serve --workers 2 (PostgreSQL)', { skip: process.env.TE
       const port = Number(/"port":(\d+)[^\n]*"msg":"metrics listening"/.exec(server.output())?.[1]);
       await send(server.url, key, 'p', 200);
       const samples = await scrape(`http://127.0.0.1:${port}`);
+      assert.equal(total(samples, 'bucketmeter_processes'), 2);
       assert.equal(total(samples, 'bucketmeter_events_total', { outcome: 'accepted' }), 200);
       assert.equal(total(samples, 'bucketmeter_commit_events_sum'), 200);
     } finally {
