@@ -25,6 +25,7 @@ import { IngestService } from './ingest/service.js';
 import { processScraper } from './metrics/cluster.js';
 import { instrumentEventLog } from './metrics/event-log.js';
 import { createMetrics } from './metrics/metrics.js';
+import { telemetryMetrics } from './metrics/telemetry.js';
 import type { Metrics } from './metrics/metrics.js';
 import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
@@ -147,6 +148,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     maxRejectedDetailed: config.batchReplyMaxRejected,
   });
   const telemetry = new TelemetryService(logger);
+  telemetryMetrics(metrics.registry, () => telemetry.counters());
   const app = await buildHttpServer({
     logger,
     ingest,
