@@ -45,6 +45,9 @@ export function instrumentEventLog(log: EventLog, metrics: Metrics): EventLog {
   };
 }
 
+/** Codes of an event refused on its own (invalid, or a kind its collector could not map). */
+const EVENT_CODES = new Set(['BM_ERR_EVENT_INVALID', 'BM_ERR_EVENT_UNMAPPED']);
+
 function labelsOf(unit: CommitUnit): UnitLabels {
   const n = unit.events.length;
   const tenants = new Int32Array(n);
@@ -58,7 +61,7 @@ function labelsOf(unit: CommitUnit): UnitLabels {
     tenant: String(q.tenantId),
     code: q.code,
     // Only an event refused on its own is an event; a whole body refused is not counted as one.
-    action: q.code === 'BM_ERR_EVENT_INVALID' ? claimedAction(q.body, q.truncated) : undefined,
+    action: EVENT_CODES.has(q.code) ? claimedAction(q.body, q.truncated) : undefined,
   }));
   return { tenants, kinds, quarantined };
 }

@@ -90,7 +90,7 @@ describe('/metrics', () => {
       assert.equal(total(samples, 'bucketmeter_events_total', { ...tenant, outcome: 'rejected', action: 'unknown' }), 1);
       assert.equal(total(samples, 'bucketmeter_events_total', { tenant: '2', outcome: 'accepted' }), 3, 'the other tenant, apart');
       assert.equal(total(samples, 'bucketmeter_events_total', { tenant: '2' }), 3);
-      assert.equal(total(samples, 'bucketmeter_quarantine_entries_total', { code: 'BM_ERR_EVENT_INVALID' }), 3);
+      assert.equal(total(samples, 'bucketmeter_quarantine_entries_total', { code: 'BM_ERR_EVENT_INVALID' }) + total(samples, 'bucketmeter_quarantine_entries_total', { code: 'BM_ERR_EVENT_UNMAPPED' }), 3);
       assert.equal(total(samples, 'bucketmeter_quarantine_entries_total', { code: 'BM_ERR_BODY_INVALID_JSON' }), 1);
 
       // Every reply the load read, plus the extras, under its route template.
