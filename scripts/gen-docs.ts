@@ -1,15 +1,20 @@
 /**
  * Regenerates the README's tables from their sources of truth (event catalogue, settings, error
- * catalogue). `npm run docs` writes them; test/docs.test.ts fails when the README is stale.
+ * catalogue) and docs/openapi.json (what a node serves at /openapi.json). `npm run docs` writes
+ * them; test/docs.test.ts and test/http/openapi.test.ts fail when either is stale.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ACTION_NAMES, COMMON_FIELDS, DELETED_VERSION_DIALECT, FIELD_FALLBACKS, FIELDS, KINDS, SDK_MEMBERS } from '../src/events/catalogue.js';
 import type { ActionName, FieldName } from '../src/events/catalogue.js';
-import { SETTINGS } from '../src/config.js';
+import { SETTINGS, loadConfig } from '../src/config.js';
 import { ERRORS } from '../src/errors.js';
+import { createLogger, openStore, startNode } from '../src/runtime.js';
 
 export const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+export const OPENAPI = fileURLToPath(new URL('../../docs/openapi.json', import.meta.url));
 
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 
@@ -81,7 +86,23 @@ export function regenerate(readme: string): string {
   return out;
 }
 
+/** The OpenAPI document as a node serves it (from a throwaway SQLite store), as committed. */
+export async function renderOpenApi(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'bm-openapi-'));
+  const config = loadConfig({ port: '0', host: '127.0.0.1', 'data-dir': dir }, {});
+  const logger = createLogger('silent');
+  const node = await startNode(config, logger, await openStore(config, logger));
+  try {
+    return `${JSON.stringify(node.app.swagger(), null, 2)}\n`;
+  } finally {
+    await node.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(README, regenerate(readFileSync(README, 'utf8')));
   console.log(`updated ${README}`);
+  writeFileSync(OPENAPI, await renderOpenApi());
+  console.log(`updated ${OPENAPI}`);
 }

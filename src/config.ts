@@ -21,6 +21,7 @@ const MiB = 1024 * 1024;
 export const SETTINGS = {
   port: { flag: 'port', env: 'PORT', kind: 'int', default: 8080, min: 0, max: 65535, doc: 'TCP port to listen on (0 = any free port).' },
   host: { flag: 'host', env: 'HOST', kind: 'string', default: '0.0.0.0', doc: 'Address to listen on: an IP address or a host name.' },
+  metricsPort: { flag: 'metrics-port', env: 'BUCKETMETER_METRICS_PORT', kind: 'int', default: undefined, min: 0, max: 65535, doc: 'Serve /metrics on a listener of its own on this port (0 = any free port) instead of on the API port.' },
   dataDir: { flag: 'data-dir', env: 'BUCKETMETER_DATA_DIR', kind: 'string', default: './data', doc: 'Folder of the embedded SQLite database (used when no database URL is given).' },
   databaseUrl: { flag: 'database-url', env: 'DATABASE_URL', kind: 'string', default: undefined, doc: 'A `postgres://` URL selects the PostgreSQL store instead of embedded SQLite.' },
   pgPoolMax: { flag: 'pg-pool-max', env: 'BUCKETMETER_PG_POOL_MAX', kind: 'int', default: 8, min: 1, doc: 'Most PostgreSQL connections per process.' },
@@ -118,6 +119,9 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   }
   if (!isIP(config.host) && !HOST_NAME.test(config.host)) {
     problems.push(`--host / HOST: expected an IP address or a host name, got "${config.host}"`);
+  }
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    problems.push(`--metrics-port must differ from --port (${config.port}); leave it out to serve /metrics on the API port`);
   }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     problems.push(`--log-level / LOG_LEVEL: expected fatal|error|warn|info|debug|trace|silent, got "${config.logLevel}"`);

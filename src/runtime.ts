@@ -2,7 +2,9 @@
  * Assembles a running node from its configuration: store → committer → ingest service → HTTP server.
  * Everything is built once here and handed down; nothing below reaches back up.
  */
+import cluster from 'node:cluster';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -15,13 +17,19 @@ import { redactUrl } from './config.js';
 import { createEventValidator } from './events/validate.js';
 import type { EventValidator } from './events/validate.js';
 import { HealthService } from './health/service.js';
+import { listenMetrics } from './http/metrics.js';
 import { buildHttpServer } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
+import { processScraper } from './metrics/cluster.js';
+import { instrumentEventLog } from './metrics/event-log.js';
+import { createMetrics } from './metrics/metrics.js';
+import { telemetryMetrics } from './metrics/telemetry.js';
+import type { Metrics } from './metrics/metrics.js';
 import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
-import type { Store } from './store/types.js';
+import type { EventLog, Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
@@ -102,10 +110,10 @@ export interface Node {
 }
 
 /** The group committer in front of the store's event log: every write, ingested or replayed, goes through one. */
-export function createCommitter(config: Config, logger: Logger, store: Store): Committer {
+export function createCommitter(config: Config, logger: Logger, store: Store, log: EventLog = store): Committer {
   let commitWarnedAt = -Infinity;
   return new Committer({
-    commit: (unit, deadline) => store.commit(unit, deadline),
+    commit: (unit, deadline) => log.commit(unit, deadline),
     maxGroupEvents: config.commitMaxEvents,
     maxQueueEvents: config.queueMaxEvents,
     // One connection stays free for key lookups and reads.
@@ -124,7 +132,12 @@ export function createValidator(config: Config): EventValidator {
 }
 
 export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
-  const committer = createCommitter(config, logger, store);
+  const metrics: Metrics = createMetrics({ writeQueueEvents: () => committer.waitingEvents });
+  const log = instrumentEventLog(store, metrics);
+  const committer = createCommitter(config, logger, store, log);
+  const scrape = processScraper(metrics);
+  // Under --workers the primary holds the separate listener (cli/main.ts): it sums every worker.
+  const ownListener = config.metricsPort !== undefined;
   const validator = createValidator(config);
   const ingest = new IngestService({
     committer,
@@ -135,11 +148,12 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     maxRejectedDetailed: config.batchReplyMaxRejected,
   });
   const telemetry = new TelemetryService(logger);
+  telemetryMetrics(metrics.registry, () => telemetry.counters());
   const app = await buildHttpServer({
     logger,
     ingest,
     telemetry,
-    events: new EventQueryService(store),
+    events: new EventQueryService(log),
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
@@ -150,6 +164,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     requestTimeoutMs: config.requestTimeoutMs,
     accessLog: config.accessLog,
     ...(config.tlsCert && config.tlsKey ? { tls: { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } } : {}),
+    metrics: { requests: metrics.httpRequests, ...(ownListener ? {} : { scrape }) },
   });
 
   // On every node and cluster worker, but run by the one that owns the background jobs.
@@ -166,6 +181,8 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
 
   await app.listen({ port: config.port, host: config.host });
+  const metricsServer = config.metricsPort !== undefined && !cluster.isWorker ? await listenMetrics({ port: config.metricsPort, host: config.host, scrape }) : undefined;
+  if (metricsServer !== undefined) logger.info({ port: (metricsServer.address() as AddressInfo).port }, 'metrics listening');
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -175,6 +192,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);
+        metricsServer?.close();
         // Node closes the connections idle when the stop begins, not those whose request ends after:
         // each would hold the stop for the keep-alive timeout (65 s).
         const sweep = setInterval(() => app.server.closeIdleConnections(), CLOSE_SWEEP_MS);

@@ -4,12 +4,15 @@
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { generateKey } from '../auth/keys.js';
 import { tenantNameProblem } from '../auth/tenant-name.js';
 import type { Config } from '../config.js';
 import { ConfigError, loadConfig, settingFlags } from '../config.js';
 import { formatTimestamp } from '../events/timestamp.js';
+import { listenMetrics } from '../http/metrics.js';
+import { clusterScraper } from '../metrics/cluster.js';
 import { loadPricing } from '../pricing/setup.js';
 import { pricesCommand } from './prices.js';
 import { replayQuarantine } from '../quarantine/replay.js';
@@ -123,6 +126,10 @@ async function servePrimary(config: Config, logger: ReturnType<typeof createLogg
   const store = await openStore(config, logger); // applies migrations once before the workers start
   await announceBootstrapKey(store);
   await store.close();
+  // The workers' metrics are summed here, for a scrape on either listener.
+  const scrape = clusterScraper();
+  const metricsServer = config.metricsPort === undefined ? undefined : await listenMetrics({ port: config.metricsPort, host: config.host, scrape });
+  if (metricsServer !== undefined) logger.info({ port: (metricsServer.address() as AddressInfo).port, workers: config.workers }, 'metrics listening');
   let stopping = false;
   const fork = () => cluster.fork();
   for (let i = 0; i < config.workers; i++) fork();
@@ -134,6 +141,7 @@ async function servePrimary(config: Config, logger: ReturnType<typeof createLogg
   await new Promise<void>((resolve) => {
     const stop = () => {
       stopping = true;
+      metricsServer?.close();
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
       cluster.on('exit', () => {
         if (Object.keys(cluster.workers ?? {}).length === 0) resolve();

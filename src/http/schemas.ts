@@ -4,6 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
+import { ERRORS } from '../errors.js';
 
 /** RFC 9457 body; `errors`, `limit` and other extensions ride along. */
 export const PROBLEM = Type.Object(
@@ -12,15 +13,19 @@ export const PROBLEM = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.String({ description: 'stable error code, README "Errors"' }),
+    // An enum the serializer ignores (it writes a string) and the OpenAPI document lists.
+    code: Type.String({ enum: Object.keys(ERRORS), description: 'stable error code, README "Errors"' }),
     instance: Type.Optional(Type.String()),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, description: 'RFC 9457 problem details' },
 );
+
+const PROBLEM_REPLY = { description: 'problem+json (README "Errors")', content: { 'application/problem+json': { schema: PROBLEM } } };
 
 /** A route that takes no query parameters. */
 export const NO_QUERY = Type.Object({}, { additionalProperties: false });
 
-export function routeSchema(querystring: TSchema, ok: TSchema) {
-  return { querystring, response: { 200: ok, '4xx': PROBLEM, '5xx': PROBLEM } };
+/** `summary` and `description` are for the OpenAPI document; Fastify itself ignores them. */
+export function routeSchema(querystring: TSchema, ok: TSchema, doc: { summary: string; description?: string }) {
+  return { ...doc, querystring, response: { 200: ok, '4xx': PROBLEM_REPLY, '5xx': PROBLEM_REPLY } };
 }

@@ -20,6 +20,9 @@ import type { TelemetryService } from '../telemetry/service.js';
 import { readBody } from './body.js';
 import { continueAfterChecks } from './continue.js';
 import type { BodyLimits } from './body.js';
+import { countReplies, metricsRoute } from './metrics.js';
+import type { HttpMetrics } from './metrics.js';
+import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { toProblem } from './problem.js';
 import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
@@ -39,6 +42,8 @@ declare module 'fastify' {
      * body and throws the refusal, or returns undefined for an error it does not keep.
      */
     keepRefusedBody?: (request: FastifyRequest, error: unknown) => Promise<never> | undefined;
+    /** The body's schema for the OpenAPI document only: bodies are read raw and checked by the services. */
+    requestBody?: unknown;
   }
 }
 
@@ -56,6 +61,7 @@ export interface HttpDeps {
   tls?: { cert: Buffer; key: Buffer };
   /** One log line per request (access-log.ts). */
   accessLog: boolean;
+  metrics?: HttpMetrics;
 }
 
 /** The Expect value Node itself handles (its own test). */
@@ -128,10 +134,14 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     sendProblem(kept === undefined ? error : await kept.catch((refusal: unknown) => refusal), request, reply);
   });
 
+  if (deps.metrics !== undefined) countReplies(app, deps.metrics.requests);
+  await registerOpenApi(app);
   await app.register(statusRoutes({ health: deps.health, recommendedBatchSize: deps.recommendedBatchSize }));
   await app.register(ingestRoutes(deps.ingest, deps.limits));
   await app.register(eventsRoutes(deps.events));
   await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
+  if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
+  await app.register(openApiRoutes());
   return app;
 }
 

@@ -68,6 +68,11 @@ export class Committer {
     return Math.min(1, (this.queuedEvents + this.inFlightEvents) / this.options.maxQueueEvents);
   }
 
+  /** Events waiting now, queued and committing (the write-queue gauge). */
+  get waitingEvents(): number {
+    return this.queuedEvents + this.inFlightEvents;
+  }
+
   /** Whether the most recent commit failed, less than `ms` ago (health reporting). */
   failedWithin(ms: number): boolean {
     return this.failedAt !== undefined && Date.now() - this.failedAt < ms;

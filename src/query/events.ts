@@ -31,7 +31,13 @@ export const EVENT_QUERY = Type.Object(
 );
 
 export const EVENT_PAGE = Type.Object({
-  events: Type.Array(Type.Object({}, { additionalProperties: true }), { description: 'newest arrival first' }),
+  events: Type.Array(
+    Type.Object(
+      { eventId: Type.String(), receivedAt: Type.String({ description: 'when the server received it, ISO 8601 UTC' }), action: Type.String(), timestamp: Type.String(), provider: Type.String() },
+      { additionalProperties: true, description: 'an event as normalized (components/schemas/Event: no aliases, no empty fields) with its eventId and receivedAt' },
+    ),
+    { description: 'newest arrival first' },
+  ),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 });
 
@@ -81,7 +87,7 @@ function parseQuery(raw: RawEventQuery): EventQuery {
 }
 
 /** A stored event as the API shows it: ISO times, unknown extra fields back at top level. */
-function present(stored: StoredEvent): Record<string, unknown> {
+function present(stored: StoredEvent): EventListPage['events'][number] {
   const { eventId, receivedAt, timestamp, extra, ...fields } = stored;
   return { eventId, receivedAt: formatTimestamp(receivedAt), ...fields, timestamp: formatTimestamp(timestamp), ...extra };
 }

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { checkReply } from './openapi.js';
 import { tempDir } from './scratch.js';
 
 export { tempDir };
@@ -118,7 +119,7 @@ export interface Reply {
   json: any;
 }
 
-/** One HTTP request; the reply's body read whole and parsed when it is JSON. */
+/** One HTTP request; the reply's body read whole, parsed when it is JSON, and checked against the OpenAPI document. */
 export async function request(url: string, init: { method?: string; key?: string; body?: unknown; raw?: Buffer | string; headers?: Record<string, string> } = {}): Promise<Reply> {
   const headers: Record<string, string> = { 'user-agent': 'bucketmeter-tests', ...(init.key ? { 'x-api-key': init.key } : {}), ...init.headers };
   let body: Buffer | string | undefined = init.raw;
@@ -126,7 +127,8 @@ export async function request(url: string, init: { method?: string; key?: string
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(url, { method: init.method ?? (body === undefined ? "GET" : "POST"), headers, ...(body === undefined ? {} : { body: body as BodyInit }) });
+  const method = init.method ?? (body === undefined ? 'GET' : 'POST');
+  const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body: body as BodyInit }) });
   const text = await response.text();
   let json: unknown;
   try {
@@ -134,5 +136,7 @@ export async function request(url: string, init: { method?: string; key?: string
   } catch {
     json = undefined;
   }
-  return { status: response.status, headers: response.headers, text, json };
+  const reply = { status: response.status, headers: response.headers, text, json };
+  checkReply(ROOT, method, url, reply);
+  return reply;
 }

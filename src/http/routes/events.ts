@@ -6,7 +6,7 @@ import { routeSchema } from '../schemas.js';
 
 export function eventsRoutes(events: EventQueryService) {
   return async (app: FastifyInstance): Promise<void> => {
-    app.get('/v1/events', { schema: routeSchema(EVENT_QUERY, EVENT_PAGE) }, (request) =>
+    app.get('/v1/events', { schema: routeSchema(EVENT_QUERY, EVENT_PAGE, { summary: "The tenant's stored events, newest arrival first" }) }, (request) =>
       events.list(request.tenant.id, request.query as RawEventQuery),
     );
   };

@@ -9,6 +9,15 @@ import { NO_QUERY, routeSchema } from '../schemas.js';
 
 const EMPTY = Buffer.alloc(0);
 
+/** What the bodies should hold, for the OpenAPI document only: the body is read raw and checked by the ingest service. */
+const EVENT_BODY = { $ref: '#/components/schemas/Event' };
+const BATCH_BODY = { type: 'array', items: EVENT_BODY };
+const SINGLE_DOC = { summary: 'Store one event', description: 'Committed before the reply; an invalid event is answered 400 and kept in quarantine.' };
+const BATCH_DOC = {
+  summary: 'Store a batch of events',
+  description: 'A JSON array, optionally gzip or deflate encoded. Answered 200 whenever the body is an array within the limits: invalid events are counted in `rejectedCount` (the first ones detailed in `rejected`) and kept in quarantine.',
+};
+
 const SINGLE_PATHS = ['/storage', '/storage/singleCopy', '/s3', '/s3/single'];
 const BATCH_PATHS = ['/storage/batch', '/s3/batch'];
 
@@ -40,12 +49,12 @@ export function ingestRoutes(ingest: IngestService, limits: BodyLimits) {
     };
 
     const routes = [
-      ...SINGLE_PATHS.map((url) => ({ url, reply: SINGLE_RESULT, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestOne(tenantId, body, source) })),
-      ...BATCH_PATHS.map((url) => ({ url, reply: BATCH_RESULT, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestBatch(tenantId, body, source) })),
+      ...SINGLE_PATHS.map((url) => ({ url, reply: SINGLE_RESULT, body: EVENT_BODY, doc: SINGLE_DOC, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestOne(tenantId, body, source) })),
+      ...BATCH_PATHS.map((url) => ({ url, reply: BATCH_RESULT, body: BATCH_BODY, doc: BATCH_DOC, run: (tenantId: number, body: Buffer, source: string) => ingest.ingestBatch(tenantId, body, source) })),
     ];
-    for (const { url, reply, run } of routes) {
+    for (const { url, reply, body, doc, run } of routes) {
       const source = `POST ${url}`;
-      app.post(url, { config: { keepRefusedBody }, schema: routeSchema(NO_QUERY, reply) }, async (request) => {
+      app.post(url, { config: { keepRefusedBody, requestBody: body }, schema: routeSchema(NO_QUERY, reply, doc) }, async (request) => {
         const raw = rawBody(request);
         if (raw.problem !== undefined) return refuseBody(raw.problem, raw.bytes, request.tenant.id, source);
         return run(request.tenant.id, raw.bytes, source);

@@ -18,10 +18,10 @@ const HEALTH = Type.Object({ status: Type.Literal('ok'), store: Type.Union([Type
 export function statusRoutes(deps: StatusDeps) {
   return async (app: FastifyInstance): Promise<void> => {
     // Both sent as already-serialized JSON text, which Fastify passes through as is.
-    app.get('/ping', { schema: routeSchema(NO_QUERY, PONG) }, async (_request, reply) => reply.type(JSON_TYPE).send('"PONG"'));
+    app.get('/ping', { schema: routeSchema(NO_QUERY, PONG, { summary: 'Check the API key' }) }, async (_request, reply) => reply.type(JSON_TYPE).send('"PONG"'));
     for (const url of ['/storage/recommendedBatchSize', '/s3/recommendedBatchSize']) {
-      app.get(url, { schema: routeSchema(NO_QUERY, BATCH_SIZE) }, async (_request, reply) => reply.type(JSON_TYPE).send(String(deps.recommendedBatchSize())));
+      app.get(url, { schema: routeSchema(NO_QUERY, BATCH_SIZE, { summary: 'The batch size to send now', description: '500, or 1,000 when the write queue is more than half full.' }) }, async (_request, reply) => reply.type(JSON_TYPE).send(String(deps.recommendedBatchSize())));
     }
-    app.get('/healthz', { config: { auth: false }, schema: routeSchema(NO_QUERY, HEALTH) }, () => deps.health.check());
+    app.get('/healthz', { config: { auth: false }, schema: routeSchema(NO_QUERY, HEALTH, { summary: 'Whether this node can take writes', description: '503 when the store cannot take writes.' }) }, () => deps.health.check());
   };
 }

@@ -3,6 +3,7 @@
  * metricsIncremental). They need no key (invalidApiKey is sent without one, by design), so they are
  * rate-limited per client address and their bodies are bounded; nothing of a body is echoed.
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { RateLimiter } from '../../auth/rate-limit.js';
 import { BmError } from '../../errors.js';
@@ -10,6 +11,7 @@ import { TELEMETRY_KINDS } from '../../telemetry/service.js';
 import type { TelemetryService } from '../../telemetry/service.js';
 import { readBody } from '../body.js';
 import type { RawBody } from '../body.js';
+import { NO_QUERY, routeSchema } from '../schemas.js';
 
 /** Room for an extractionIssues report of a full batch (1,000 events) with its issues. */
 export const TELEMETRY_MAX_BODY_BYTES = 1024 * 1024;
@@ -18,6 +20,9 @@ export const TELEMETRY_REQUESTS_PER_SECOND = 20;
 
 const LIMITS = { maxBodyBytes: TELEMETRY_MAX_BODY_BYTES, quarantineMaxBytes: 0 };
 const EMPTY = Buffer.alloc(0);
+const RECEIVED = Type.Object({ received: Type.Literal(true) });
+/** For the OpenAPI document only: the body is read raw and checked by the telemetry service. */
+const REPORT = { type: 'object', description: "the collector's report, as it sends it" };
 
 export function telemetryRoutes(telemetry: TelemetryService, limiter: RateLimiter) {
   return async (app: FastifyInstance): Promise<void> => {
@@ -33,7 +38,8 @@ export function telemetryRoutes(telemetry: TelemetryService, limiter: RateLimite
     app.addHook('onRequest', async (request) => limiter.take(request.ip));
 
     for (const kind of TELEMETRY_KINDS) {
-      app.post(`/telemetry/${kind}`, { config: { auth: false } }, async (request) => {
+      const schema = routeSchema(NO_QUERY, RECEIVED, { summary: `A Java collector's ${kind} report`, description: 'Counted and logged (figures only), never stored; no key needed; rate-limited per client address.' });
+      app.post(`/telemetry/${kind}`, { config: { auth: false, requestBody: REPORT }, schema }, async (request) => {
         const raw = (request.body as RawBody | undefined) ?? { bytes: EMPTY };
         if (raw.problem !== undefined) {
           const { code, errors, limit } = raw.problem;

@@ -1,0 +1,78 @@
+/**
+ * The Prometheus metrics of one process, made once at start (never per event). Counters are fed by
+ * decorators (event-log.ts wraps the store's event log; the HTTP driver counts replies); gauges are
+ * read at scrape time. Under `serve --workers N` each worker keeps its own and cluster.ts sums them.
+ */
+import { AggregatorRegistry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
+import type { PrometheusContentType } from 'prom-client';
+
+export interface MetricsSources {
+  /** Events waiting for commit (queued and committing) now. */
+  writeQueueEvents: () => number;
+}
+
+export interface Metrics {
+  /** An AggregatorRegistry: in a cluster worker it also answers the primary's requests for its metrics. */
+  readonly registry: AggregatorRegistry<PrometheusContentType>;
+  readonly events: Counter<'tenant' | 'action' | 'outcome'>;
+  readonly httpRequests: Counter<'route' | 'method' | 'status'>;
+  readonly commitDuration: Histogram;
+  readonly commitEvents: Histogram;
+  readonly quarantineEntries: Counter<'tenant' | 'code'>;
+  readonly storeErrors: Counter<'operation'>;
+}
+
+export function createMetrics(sources: MetricsSources): Metrics {
+  const registry = new AggregatorRegistry<PrometheusContentType>();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  // Summed across workers like everything else: a scrape says how many processes it covers.
+  new Gauge({ name: 'bucketmeter_processes', help: 'Serving processes whose metrics this scrape sums (the workers of serve --workers N).', registers }).set(1);
+  new Gauge({
+    name: 'bucketmeter_write_queue_events',
+    help: 'Events waiting for commit (queued and committing).',
+    registers,
+    collect() {
+      this.set(sources.writeQueueEvents());
+    },
+  });
+  return {
+    registry,
+    events: new Counter({
+      name: 'bucketmeter_events_total',
+      help: 'Events by outcome: accepted (stored), duplicate (eventId already stored), rejected (invalid, quarantined). tenant is the tenant id.',
+      labelNames: ['tenant', 'action', 'outcome'] as const,
+      registers,
+    }),
+    httpRequests: new Counter({
+      name: 'bucketmeter_http_requests_total',
+      help: 'HTTP replies by route template (unmatched for unknown paths), method and status.',
+      labelNames: ['route', 'method', 'status'] as const,
+      registers,
+    }),
+    commitDuration: new Histogram({
+      name: 'bucketmeter_commit_duration_seconds',
+      help: 'Time of one group commit, from hand-over to the store until durable.',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    commitEvents: new Histogram({
+      name: 'bucketmeter_commit_events',
+      help: 'Events and quarantine entries in one group commit.',
+      buckets: [1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000],
+      registers,
+    }),
+    quarantineEntries: new Counter({
+      name: 'bucketmeter_quarantine_entries_total',
+      help: 'Quarantine entries written, by error code (an invalid event, or a whole body refused).',
+      labelNames: ['tenant', 'code'] as const,
+      registers,
+    }),
+    storeErrors: new Counter({
+      name: 'bucketmeter_store_errors_total',
+      help: 'Store operations that failed (commit: answered 503; list: a read that failed).',
+      labelNames: ['operation'] as const,
+      registers,
+    }),
+  };
+}
