@@ -6,7 +6,7 @@
 import { StoreUnavailableError, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
-  QuarantineQuery, QuarantineStore, Store,
+  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery,
 } from '../types.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, openConnection, toStoreError } from './connection.js';
 import type { Connection } from './connection.js';
@@ -18,6 +18,7 @@ import { QuarantineReader } from './quarantine.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
+import { UsageReader } from './usage.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -33,6 +34,8 @@ export interface SqliteStoreOptions {
   readers?: number;
   /** How long one event read may take, waiting for a reader included, before it is stopped (default 2,000 ms). */
   readBudgetMs?: number;
+  /** false only in the bench (ingest cost without usage); default true. */
+  usage?: boolean;
 }
 
 export interface ConnectionSettings {
@@ -46,6 +49,7 @@ export class SqliteStore implements Store {
   readonly backend = 'sqlite' as const;
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
+  readonly usage: UsageStore;
   readonly #db: Connection;
   readonly #writer: WriterThread;
   readonly #readers: ReaderPool;
@@ -74,6 +78,15 @@ export class SqliteStore implements Store {
       countSince: (tenantId: number, since: number) => this.#run('quarantine read', () => quarantine.countSince(tenantId, since)),
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
+    };
+    const usage = new UsageReader(db);
+    this.usage = {
+      query: (tenantId: number, query: UsageStoreQuery) => this.#run('usage read', () => usage.query(tenantId, query)),
+      reconcile: (tenantId: number, fromDay: number, toDay: number) => this.#run('usage read', () => usage.reconcile(tenantId, fromDay, toDay)),
+      // On the writer thread, between commits: no commit can interleave with the delete and refill.
+      rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
+        await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
+      },
     };
   }
 
@@ -172,7 +185,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS);
   try {
