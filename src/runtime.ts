@@ -23,6 +23,7 @@ import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
 import type { Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
+import { UsageService } from './usage/service.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
 export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
@@ -143,6 +144,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
+    usage: new UsageService(store.usage),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
