@@ -29,8 +29,9 @@ export interface UsageRequest {
   cursor?: string;
 }
 
+/** A range of whole days (reconcile, verify) or whole hours (rebuild). */
 export interface ReconcileRequest {
-  /** Epoch seconds, UTC midnights. */
+  /** Epoch seconds. */
   from: number;
   to: number;
 }
@@ -163,10 +164,11 @@ export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
   });
 }
 
-export function parseReconcileParams(raw: Raw): ReconcileRequest {
+/** from and to on UTC midnights (reconcile: receipts are per UTC day) or on whole hours (rebuild). */
+export function parseRangeParams(raw: Raw, unit: 86400 | 3600 = 86400): ReconcileRequest {
   const p = new Params(raw, ['from', 'to']);
-  const from = p.instant('from', 86400);
-  const to = p.instant('to', 86400);
+  const from = p.instant('from', unit);
+  const to = p.instant('to', unit);
   p.range(from, to);
   return p.done({ from: from!, to: to! });
 }

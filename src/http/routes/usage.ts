@@ -1,7 +1,7 @@
 /** GET /v1/usage and /v1/usage/reconcile: decode the query, ask the usage service, write the answer. */
 import type { FastifyInstance } from 'fastify';
 import { reconcileJson, usageCsv, usageJson } from '../../usage/format.js';
-import { parseReconcileParams, parseUsageParams } from '../../usage/params.js';
+import { parseRangeParams, parseUsageParams } from '../../usage/params.js';
 import type { UsageService } from '../../usage/service.js';
 
 export function usageRoutes(usage: UsageService) {
@@ -17,7 +17,7 @@ export function usageRoutes(usage: UsageService) {
       return reply.type('application/json; charset=utf-8').send(usageJson(query, page));
     });
     app.get('/v1/usage/reconcile', async (request, reply) => {
-      const query = parseReconcileParams(request.query as Record<string, unknown>);
+      const query = parseRangeParams(request.query as Record<string, unknown>);
       const result = await usage.reconcile(request.tenant.id, query);
       return reply.type('application/json; charset=utf-8').send(reconcileJson(query, result));
     });

@@ -50,9 +50,9 @@ function prepare(db: Connection) {
     // The transaction's new events are the seqs after the one it started from.
     rollups: SHAPES.map((shape) => db.prepare(rollupFromEvents(shape, 'seq > ? AND seq <= ?'))),
     receipts: db.prepare(UPSERT_RECEIPTS),
-    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (?1 IS NULL OR tenant = ?1) AND hour >= ?2 AND hour < ?3`)),
+    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND hour >= @from AND hour < @to`)),
     rebuildInsert: SHAPES.map((shape) =>
-      db.prepare(rollupFromEvents(shape, '(?1 IS NULL OR tenant = ?1) AND timestamp >= ?2 * 3600 AND timestamp < ?3 * 3600')),
+      db.prepare(rollupFromEvents(shape, '(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @from * 3600 AND timestamp < @to * 3600')),
     ),
   };
 }
@@ -192,8 +192,9 @@ class Writer {
     try {
       s.begin.run();
       for (let i = 0; i < SHAPES.length; i++) {
-        s.rebuildDelete[i]!.run(tenantId, fromHour, toHour);
-        s.rebuildInsert[i]!.run(tenantId, fromHour, toHour);
+        const range = { tenant: tenantId, from: fromHour, to: toHour };
+        s.rebuildDelete[i]!.run(range);
+        s.rebuildInsert[i]!.run(range);
       }
       s.commit.run();
       return null;
