@@ -44,11 +44,18 @@ export function sqlitePath(config: Config): string {
  * SQLite database that is not there: run from the wrong folder, a command would otherwise make an
  * empty one and work on it, and the server would not know its keys.
  */
+/**
+ * Set to 1 by the bench only, to measure ingest without usage rollups and receipts (the cost they
+ * add). Not a setting: a store run with it has usage figures that verify reports as wrong.
+ */
+const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
+
 export async function openStore(config: Config, logger: Logger, options: { create: boolean } = { create: true }): Promise<Store> {
+  const usage = process.env[BENCH_NO_USAGE] !== '1';
   if (config.databaseUrl !== undefined) {
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
-    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger });
+    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage });
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
   const path = sqlitePath(config);
@@ -61,7 +68,7 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents });
+  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage });
 }
 
 /** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */
