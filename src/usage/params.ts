@@ -12,7 +12,7 @@ import { GRANULARITIES, isTimeZone } from './windows.js';
 import type { Granularity } from './windows.js';
 
 /** Rows per page; a longer answer continues with nextCursor. */
-export const MAX_ROWS = 10_000;
+export const MAX_ROWS = 100_000;
 export const MAX_RANGE_DAYS = 400;
 const MAX_PARAM_LENGTH = 1024;
 

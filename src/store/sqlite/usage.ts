@@ -28,10 +28,11 @@ export class UsageReader {
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
     const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
-    // Windows drive the join: each is one range scan of the (tenant, hour) key.
+    // Windows drive the join (CROSS JOIN fixes the order): each is one range scan of the (tenant, hour)
+    // key. Left to itself the planner scanned the rollup once and every window per row (10 s at 200k rows).
     const sql = `WITH w(i, s, e) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(?))
 SELECT w.i${groups.map((g) => `, ${g}`).join('')}, ${MEASURE_COLUMNS.map((c) => `sum(u.${c})`).join(', ')}
-FROM w JOIN ${q.shape.table} u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e
+FROM w CROSS JOIN ${q.shape.table} u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e
 ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
 GROUP BY w.i${groups.map((g) => `, ${g}`).join('')}`;
     const windows = JSON.stringify(q.bounds.slice(0, -1).map((start, i) => [start, q.bounds[i + 1]]));
