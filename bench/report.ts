@@ -272,7 +272,7 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
     const r = ratio(measured, baseline);
     checks.push({
       target,
-      required: `≥ ${required.toFixed(1)}× ${baselineName}`,
+      required: `≥ ${required}× ${baselineName}`,
       measured: `${num(measured)} vs ${num(baseline)} ${unit}`,
       ...(r === undefined ? {} : { ratio: r }),
       met: r === undefined ? null : r >= required,
