@@ -18,7 +18,6 @@ import { QuarantineReader } from './quarantine.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
-import { UsageReader } from './usage.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -79,10 +78,10 @@ export class SqliteStore implements Store {
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
     };
-    const usage = new UsageReader(db);
+    // On reader threads: an answer over months of rollups must not hold the event loop.
     this.usage = {
-      query: (tenantId: number, query: UsageStoreQuery) => this.#run('usage read', () => usage.query(tenantId, query)),
-      reconcile: (tenantId: number, fromDay: number, toDay: number) => this.#run('usage read', () => usage.reconcile(tenantId, fromDay, toDay)),
+      query: (tenantId: number, query: UsageStoreQuery) => this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS),
+      reconcile: (tenantId: number, fromDay: number, toDay: number) => this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS),
       // On the writer thread, between commits: no commit can interleave with the delete and refill.
       rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
         await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
@@ -163,6 +162,9 @@ export class SqliteStore implements Store {
 const MAIN_THREAD_ROWS = 100;
 /** The budget of a read that takes no steps (an unfiltered page), never checked. */
 const NO_STEPS = new ReadBudget(Infinity, 0);
+
+/** How long a usage read may wait for a reader thread (its one statement then runs to the end). */
+const USAGE_BUDGET_MS = 60_000;
 
 const DEFAULT_MAX_GROUP_EVENTS = 10_000;
 const DEFAULT_READERS = 2;
