@@ -3,7 +3,7 @@
  * folds each transaction's new events (a seq range) in the same transaction; a rebuild folds a time
  * range after deleting its rollup rows. Both use ROLLUP_FROM_EVENTS, so they cannot disagree.
  */
-import { MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, DIMENSIONS, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 export const EVENT_COLUMNS: EventColumns = {
@@ -12,14 +12,8 @@ export const EVENT_COLUMNS: EventColumns = {
   action: 'action',
   bytes: 'bytes',
   billable: 'coalesce(billable, 1) = 1',
-  dims: {
-    provider: 'provider',
-    bucket: 'bucket',
-    customerId: 'customer',
-    featureId: 'feature',
-    clientType: 'client_type',
-    clientId: 'client_id',
-  },
+  // SQLite's event columns have the names the rollup columns took from them.
+  dims: Object.fromEntries(DIMENSIONS.filter((d) => d !== 'action').map((d) => [d, DIMENSION_COLUMN[d]])) as EventColumns['dims'],
 };
 
 export function createShapeSql(shape: Shape): string {
