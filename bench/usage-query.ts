@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { generateKey } from '../src/auth/keys.js';
 import { SETTINGS } from '../src/config.js';
-import type { EventRecord } from '../src/events/catalogue.js';
+import type { NormalizedEvent } from '../src/events/catalogue.js';
 import { createEventValidator } from '../src/events/validate.js';
 import type { CommitUnit, Store } from '../src/store/types.js';
 import { buildUniverse, EventMix, MIX_SEED, Rng } from './mix.js';
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const pending: Promise<unknown>[] = [];
   for (let done = 0; done < spec.events; ) {
-    const events: EventRecord[] = [];
+    const events: NormalizedEvent[] = [];
     for (; events.length < UNIT && done < spec.events; done++) {
       const wire = mix.nextEvent();
       delete wire.eventId;

@@ -4,7 +4,7 @@
  * Knows nothing of HTTP: the route and the CLI both call it.
  */
 import { BmError } from '../errors.js';
-import { InvalidCursorError } from '../store/types.js';
+import { ReadTimeoutError } from '../store/types.js';
 import type { UsageDayCheck, UsageStore } from '../store/types.js';
 import type { ReconcileRequest, UsageRequest } from './params.js';
 import { MEASURES, SHAPES, shapeFor } from './shapes.js';
@@ -75,7 +75,19 @@ function decodeCursor(cursor: string, groupBy: readonly Dimension[]): { start: n
   ) {
     return { start: key[0] as number, values: key.slice(1) as (string | null)[] };
   }
-  throw new InvalidCursorError('cursor is not a nextCursor of this query');
+  throw new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made for this query', {
+    errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'the nextCursor of the previous page of the same query', received: 'another string' }],
+  });
+}
+
+/** A read stopped at its budget (no reader thread free in time) is a 503 the caller may retry. */
+async function timed<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (err instanceof ReadTimeoutError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
+    throw err;
+  }
 }
 
 export class UsageService {
@@ -95,7 +107,7 @@ export class UsageService {
     }
     const shape = shapeFor([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])]);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy);
-    const stored = await this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters });
+    const stored = await timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters }));
     const rows: UsageRow[] = [];
     for (const row of stored) {
       if (row.measures.every((m) => m === 0n)) continue;
@@ -110,7 +122,7 @@ export class UsageService {
 
   /** Per UTC day: receipts, raw events and every rollup shape, and each way they disagree. */
   async reconcile(tenantId: number, request: ReconcileRequest): Promise<{ days: ReconcileDay[]; differences: Difference[] }> {
-    const checks = await this.usage.reconcile(tenantId, request.from / 86400, request.to / 86400);
+    const checks = await timed(this.usage.reconcile(tenantId, request.from / 86400, request.to / 86400));
     const differences: Difference[] = [];
     const expect = (day: number, check: string, expected: bigint, actual: bigint) => {
       if (expected !== actual) differences.push({ day, check, expected, actual });
