@@ -22,7 +22,10 @@ export function usageJson(request: UsageRequest, page: UsagePage): string {
   const times = new Map<number, string>();
   const time = (seconds: number) => {
     let text = times.get(seconds);
-    if (text === undefined) times.set(seconds, (text = `"${utc(seconds)}"`));
+    if (text === undefined) {
+      text = `"${utc(seconds)}"`;
+      times.set(seconds, text);
+    }
     return text;
   };
   const rows = page.rows.map((row) => {
@@ -42,7 +45,10 @@ export function usageCsv(request: UsageRequest, page: UsagePage): string {
   const window = new Map<number, string>();
   for (const row of page.rows) {
     let times = window.get(row.start);
-    if (times === undefined) window.set(row.start, (times = `${utc(row.start)},${utc(row.end)}`));
+    if (times === undefined) {
+      times = `${utc(row.start)},${utc(row.end)}`;
+      window.set(row.start, times);
+    }
     lines.push([times, ...row.values.map(csvCell), ...row.measures.map(String)].join(','));
   }
   return lines.join('\r\n') + '\r\n';

@@ -132,7 +132,9 @@ export class UsageService {
       expect(c.day, 'receipts: received = stored + duplicates + rejected', r.received, r.stored + r.duplicates + r.rejected);
       expect(c.day, 'receipts: stored = events stored that arrived this day', c.storedByArrival, r.stored);
       for (const shape of SHAPES) {
-        MEASURES.forEach((measure, m) => expect(c.day, `rollup ${shape.name}: ${measure} = ${measure} of the events`, c.events[m]!, c.rollups[shape.name]![m]!));
+        MEASURES.forEach((measure, m) => {
+          expect(c.day, `rollup ${shape.name}: ${measure} = ${measure} of the events`, c.events[m]!, c.rollups[shape.name]![m]!);
+        });
       }
     }
     const days = checks.map((c) => ({

@@ -11,7 +11,7 @@ import type { WireEvent } from '../support/events.js';
 import { createKey, request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS, isWindowStart, MEASURE_NAMES, reference, windowLabel } from './reference.js';
-import type { Dim, RefEvent, RefQuery } from './reference.js';
+import type { Dim, RefQuery } from './reference.js';
 
 const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 const at = (text: string) => Date.parse(text) / 1000;

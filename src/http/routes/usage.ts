@@ -5,7 +5,7 @@ import { parseRangeParams, parseUsageParams } from '../../usage/params.js';
 import type { UsageService } from '../../usage/service.js';
 
 export function usageRoutes(usage: UsageService) {
-  return async function (app: FastifyInstance): Promise<void> {
+  return async (app: FastifyInstance): Promise<void> => {
     app.get('/v1/usage', async (request, reply) => {
       const query = parseUsageParams(request.query as Record<string, unknown>, request.headers.accept);
       const page = await usage.query(request.tenant.id, query);

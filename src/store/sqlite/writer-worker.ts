@@ -291,7 +291,10 @@ class Receipts {
   add(tenantId: number, receivedAt: number, outcome: typeof STORED | typeof DUPLICATE | typeof REJECTED): void {
     const key = `${tenantId}/${Math.floor(receivedAt / 86400)}`;
     let counts = this.#days.get(key);
-    if (counts === undefined) this.#days.set(key, (counts = [0, 0, 0, 0]));
+    if (counts === undefined) {
+      counts = [0, 0, 0, 0];
+      this.#days.set(key, counts);
+    }
     counts[0]!++;
     counts[outcome]!++;
   }
