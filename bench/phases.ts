@@ -25,7 +25,7 @@ function stream(name: keyof typeof STREAMS, connections: number, verify: StreamS
   return { name, path: batch === 0 ? '/s3' : '/s3/batch', connections, batch, pool, seed, verify, unique };
 }
 
-export type PhaseTarget = 'hello' | 'validate-only' | 'raw' | 'store' | 'bucketmeter';
+export type PhaseTarget = 'hello' | 'validate-only' | 'raw' | 'store' | 'bucketmeter' | 'usage-query';
 
 export interface Phase {
   id: string;
@@ -39,7 +39,13 @@ export interface Phase {
   sustained?: boolean;
   /** One of the loads the peak RSS target is stated for. */
   rssTarget?: boolean;
+  /** Environment of the server (the bench-only switch that turns usage rollups off). */
+  env?: Record<string, string>;
+  /** 'store' phases: commit without usage rollups and receipts. */
+  noUsage?: boolean;
 }
+
+const NO_USAGE = { BUCKETMETER_BENCH_NO_USAGE: '1' };
 
 const single = () => stream('single', SINGLE_CONNECTIONS, 'ingest');
 const batch100 = () => stream('batch100', BATCH_CONNECTIONS, 'ingest');
@@ -53,6 +59,10 @@ export function phases(withPostgres: boolean): Phase[] {
     { id: 'raw-sqlite', title: 'SQLite raw INSERT, 1,000-row tx, synchronous=FULL', target: 'raw', backend: 'sqlite', groups: ['baselines', 'sqlite'], streams: [] },
     // Not a baseline: the product's store without HTTP, to split the gap between raw and HTTP ingest.
     { id: 'store-sqlite', title: 'bucketmeter SQLite store.commit(), 1,000-event units, no HTTP', target: 'store', backend: 'sqlite', groups: ['sqlite', 'batch'], streams: [] },
+    { id: 'store-sqlite-nousage', title: 'bucketmeter SQLite store.commit(), 1,000-event units, no HTTP, usage rollups off', target: 'store', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [], noUsage: true },
+    { id: 'single-nousage', title: 'bucketmeter SQLite, POST /s3, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [single()], env: NO_USAGE },
+    { id: 'batch1000-nousage', title: 'bucketmeter SQLite, POST /s3/batch x1,000, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [batch1000()], env: NO_USAGE },
+    { id: 'usage-query', title: 'bucketmeter SQLite, GET /v1/usage, 30 days of the reference mix', target: 'usage-query', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [] },
     { id: 'single', title: 'bucketmeter SQLite, POST /s3', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite'], streams: [single()], rssTarget: true },
     { id: 'batch100', title: 'bucketmeter SQLite, POST /s3/batch x100', target: 'bucketmeter', backend: 'sqlite', groups: ['batch', 'sqlite'], streams: [batch100()], rssTarget: true },
     { id: 'batch1000', title: 'bucketmeter SQLite, POST /s3/batch x1,000', target: 'bucketmeter', backend: 'sqlite', groups: ['batch', 'sqlite'], streams: [batch1000()], rssTarget: true },
@@ -64,6 +74,10 @@ export function phases(withPostgres: boolean): Phase[] {
     list.push(
       { id: 'raw-postgres', title: 'PostgreSQL raw COPY, 1,000-row tx, 1 connection', target: 'raw', backend: 'postgres', groups: ['baselines', 'postgres'], streams: [] },
       { id: 'store-postgres', title: 'bucketmeter PostgreSQL store.commit(), 1,000-event units, no HTTP', target: 'store', backend: 'postgres', groups: ['postgres', 'batch'], streams: [] },
+      { id: 'store-postgres-nousage', title: 'bucketmeter PostgreSQL store.commit(), 1,000-event units, no HTTP, usage rollups off', target: 'store', backend: 'postgres', groups: ['postgres', 'usage'], streams: [], noUsage: true },
+      { id: 'pg-single-nousage', title: 'bucketmeter PostgreSQL, POST /s3, usage rollups off', target: 'bucketmeter', backend: 'postgres', groups: ['postgres', 'usage'], streams: [single()], env: NO_USAGE },
+      { id: 'pg-batch1000-nousage', title: 'bucketmeter PostgreSQL, POST /s3/batch x1,000, usage rollups off', target: 'bucketmeter', backend: 'postgres', groups: ['postgres', 'usage'], streams: [batch1000()], env: NO_USAGE },
+      { id: 'pg-usage-query', title: 'bucketmeter PostgreSQL, GET /v1/usage, 30 days of the reference mix', target: 'usage-query', backend: 'postgres', groups: ['postgres', 'usage'], streams: [] },
       { id: 'pg-single', title: 'bucketmeter PostgreSQL, POST /s3', target: 'bucketmeter', backend: 'postgres', groups: ['postgres'], streams: [single()], rssTarget: true },
       { id: 'pg-batch100', title: 'bucketmeter PostgreSQL, POST /s3/batch x100', target: 'bucketmeter', backend: 'postgres', groups: ['batch', 'postgres'], streams: [batch100()], rssTarget: true },
       { id: 'pg-batch1000', title: 'bucketmeter PostgreSQL, POST /s3/batch x1,000', target: 'bucketmeter', backend: 'postgres', groups: ['batch', 'postgres'], streams: [batch1000()], rssTarget: true },
@@ -88,4 +102,6 @@ export const TARGETS = {
   /** Growth of mean RSS from the first to the last window of the sustained run still called flat. */
   rssFlatGrowth: 0.1,
   diskBytesPerEvent: 120,
+  /** Ingest with usage rollups against the same load without them. */
+  usageIngestRatio: 0.85,
 } as const;

@@ -166,14 +166,15 @@ export interface BucketmeterProcess extends Child {
 }
 
 /** Starts `bin/bucketmeter serve` as users do, on an empty store, and reads the bootstrap key it prints. */
-export async function startBucketmeter(options: { cpu: number | undefined; dataDir: string; databaseUrl?: string; args?: string[]; nodeFlags?: string[] }): Promise<BucketmeterProcess> {
+export async function startBucketmeter(options: { cpu: number | undefined; dataDir: string; databaseUrl?: string; args?: string[]; nodeFlags?: string[]; env?: Record<string, string>; key?: string }): Promise<BucketmeterProcess> {
   const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, ...(options.args ?? [])];
   if (options.databaseUrl !== undefined) args.push('--database-url', options.databaseUrl);
-  const child = spawnNode(options.cpu, args, { env: { LOG_LEVEL: 'info' }, nodeFlags: options.nodeFlags ?? [] });
+  const child = spawnNode(options.cpu, args, { env: { LOG_LEVEL: 'info', ...options.env }, nodeFlags: options.nodeFlags ?? [] });
   try {
     const listening = await child.waitFor(/"port":(\d+)[^\n]*"msg":"bucketmeter listening"/, 30_000);
-    const key = await child.waitFor(/^\s+([A-Za-z0-9]{8}\.[A-Za-z0-9+/]{48})\s*$/m, 1_000);
-    return { ...child, url: `http://127.0.0.1:${listening[1]}`, key: key[1]! };
+    // A store that already has keys (the usage query phase loads its own) prints none.
+    const key = options.key ?? (await child.waitFor(/^\s+([A-Za-z0-9]{8}\.[A-Za-z0-9+/]{48})\s*$/m, 1_000))[1]!;
+    return { ...child, url: `http://127.0.0.1:${listening[1]}`, key };
   } catch (error) {
     await child.stop(5_000);
     throw error;

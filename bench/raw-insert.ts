@@ -33,6 +33,8 @@ export interface RawInsertSpec {
   backend: 'sqlite' | 'postgres';
   /** 'raw': the database's own insert path; 'store': the product's Store.commit() (no HTTP). */
   mode: 'raw' | 'store';
+  /** 'store': with usage rollups and receipts (false: the bench-only switch off). */
+  usage: boolean;
   /** SQLite: folder for the database file. */
   dir?: string;
   /** PostgreSQL: URL whose search_path selects an empty schema of its own. */
@@ -224,10 +226,10 @@ async function store(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIns
   let opened: Store;
   if (spec.backend === 'sqlite') {
     const { openSqliteStore } = await import('../src/store/sqlite/index.js');
-    opened = await openSqliteStore({ path: join(spec.dir!, 'bucketmeter.db'), logger: pino({ level: 'silent' }) });
+    opened = await openSqliteStore({ path: join(spec.dir!, 'bucketmeter.db'), logger: pino({ level: 'silent' }), usage: spec.usage });
   } else {
     const { openPostgresStore } = await import('../src/store/postgres/index.js');
-    opened = await openPostgresStore({ url: spec.url!, poolMax: SETTINGS.pgPoolMax.default });
+    opened = await openPostgresStore({ url: spec.url!, poolMax: SETTINGS.pgPoolMax.default, usage: spec.usage });
   }
   // After the store is open: its SQLite writer thread exists by now.
   if (spec.pinMainThread) pinMainThreadOnly(process.pid, spec.pinMainThread.cpu, spec.pinMainThread.otherCpus);

@@ -23,6 +23,10 @@ export interface Settings {
   flatWindowSec: number;
   rawRows: number;
   rawTxRows: number;
+  /** Sizes of the usage query phase's store (events over 30 days). */
+  usageEvents: number[];
+  /** Timed answers per usage query (after two warmups). */
+  usageQueryRuns: number;
   /** Longest wait for other processes to quieten down before a phase starts. */
   quietWaitSec: number;
   databaseUrl?: string;
@@ -78,7 +82,18 @@ export interface RunRecord {
     stop?: { code: number | null; signal: string | null; ms: number; killed: boolean };
   };
   disk?: DiskResult;
+  /** The usage query phase: per store size, the load, rollup storage and each query's p50. */
+  usageQuery?: UsageQueryResult[];
   profiles?: { thread: string; file: string; summary: ProfileSummary }[];
+}
+
+export interface UsageQueryResult {
+  events: number;
+  loadSeconds: number;
+  diskBytesPerEvent: number;
+  rollupBytesPerEvent: number;
+  rollupObjects: { name: string; bytes: number }[];
+  queries: { name: string; p50Ms: number; rows: number; pages: number }[];
 }
 
 export interface StreamSummary {
@@ -257,7 +272,7 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
     const r = ratio(measured, baseline);
     checks.push({
       target,
-      required: `≥ ${required.toFixed(1)}× ${baselineName}`,
+      required: `≥ ${required}× ${baselineName}`,
       measured: `${num(measured)} vs ${num(baseline)} ${unit}`,
       ...(r === undefined ? {} : { ratio: r }),
       met: r === undefined ? null : r >= required,
@@ -298,6 +313,19 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
       measured: s?.rssGrowth === undefined ? '–' : `${num(s.rssFirstMb)} → ${num(s.rssLastMb)} MB (${s.rssGrowth >= 0 ? '+' : ''}${(s.rssGrowth * 100).toFixed(1)}%; second half ${num(s.rssSecondHalfMbPerMin, 1)} MB/min)`,
       met: s?.rssGrowth === undefined ? null : s.rssGrowth <= TARGETS.rssFlatGrowth,
     });
+  }
+  const usagePairs: [string, string, string, 'rawRowsPerSec' | 'reqPerSec' | 'eventsPerSec'][] = [
+    ['SQLite store.commit()', 'store-sqlite', 'store-sqlite-nousage', 'rawRowsPerSec'],
+    ['SQLite single', 'single', 'single-nousage', 'reqPerSec'],
+    ['SQLite batch 1,000', 'batch1000', 'batch1000-nousage', 'eventsPerSec'],
+    ['PostgreSQL store.commit()', 'store-postgres', 'store-postgres-nousage', 'rawRowsPerSec'],
+    ['PostgreSQL single', 'pg-single', 'pg-single-nousage', 'reqPerSec'],
+    ['PostgreSQL batch 1,000', 'pg-batch1000', 'pg-batch1000-nousage', 'eventsPerSec'],
+  ];
+  for (const [name, withId, withoutId, field] of usagePairs) {
+    const rate = (id: string) => (field === 'rawRowsPerSec' ? p[id]?.rawRowsPerSec : p[id]?.streams[0]?.[field]);
+    if (p[withoutId] === undefined) continue;
+    vs(`${name} with usage rollups vs without`, TARGETS.usageIngestRatio, rate(withId), rate(withoutId), field === 'reqPerSec' ? 'req/s' : 'events/s', 'rollups off');
   }
   const disk = p.sustained?.diskBytesPerEvent;
   checks.push({
@@ -386,6 +414,18 @@ export function renderReport(results: BenchResults): string {
   if (raw !== undefined) diskLines.push(`- raw INSERT database (same rows, inserted in seq order): ${num(raw, 1)} bytes/row`);
   if (diskLines.length > 0) {
     lines.push('', 'Disk per stored event, indexes and dictionary included (SQLite: the database files after SIGTERM, WAL checkpointed; PostgreSQL: pg_total_relation_size of the run\'s tables):', ...diskLines);
+  }
+  for (const run of results.runs.filter((x) => x.ok && x.usageQuery !== undefined)) {
+    for (const size of run.usageQuery!) {
+      lines.push(
+        '',
+        `${run.phase} (run ${run.run}): ${num(size.events)} events over 30 days, loaded by store.commit() in ${num(size.loadSeconds, 1)} s; rollups ${num(size.rollupBytesPerEvent, 1)} of ${num(size.diskBytesPerEvent, 1)} bytes/event on disk (${size.rollupObjects.map((o) => `${o.name} ${(o.bytes / size.events).toFixed(1)}`).join(', ')}).`,
+        '',
+        '| query (30 days) | p50 ms, whole answer | rows | pages |',
+        '|---|--:|--:|--:|',
+        ...size.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${num(q.rows)} | ${q.pages} |`),
+      );
+    }
   }
   const mixed = p.mixed;
   if (mixed?.peakRssMb !== undefined) {

@@ -28,6 +28,8 @@ import { ALL_CPUS, coreShares, coreTimes, cpuSeconds, MemorySampler, pinMainThre
 import type { Child, CoreTimes, PinMode } from './proc.js';
 import { formatProfile, summarizeProfile } from './profile.js';
 import type { RawInsertResult, RawInsertSpec } from './raw-insert.js';
+import { median } from './stats.js';
+import type { UsageLoadResult, UsageLoadSpec } from './usage-query.js';
 import { describeMachine, renderReport, summarize, updateDocs } from './report.js';
 import type { BenchResults, DiskResult, RunRecord, Settings } from './report.js';
 
@@ -65,6 +67,8 @@ function readSettings(): Settings {
     sustainedSec: quick ? 15 : 60,
     flatWindowSec: quick ? 5 : 10,
     rawRows: quick ? 50_000 : 300_000,
+    usageEvents: quick ? [200_000] : [1_000_000, 10_000_000],
+    usageQueryRuns: quick ? 5 : 20,
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
     quietWaitSec: quick ? 0 : 60,
@@ -180,6 +184,7 @@ async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Prom
     const spec: RawInsertSpec = {
       backend: phase.backend!,
       mode: phase.target === 'store' ? 'store' : 'raw',
+      usage: phase.noUsage !== true,
       ...(schema ? { url: schema.url } : { dir }),
       rows: settings.rawRows,
       txRows: settings.rawTxRows,
@@ -209,6 +214,73 @@ async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Prom
   }
 }
 
+/** The four queries of the issue; `hot` is the hottest customer of the mix. */
+const USAGE_QUERIES = (from: string, to: string, hot: string) => [
+  { name: 'day, groupBy customerId', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId` },
+  { name: 'none, groupBy customerId,featureId,action', query: `from=${from}&to=${to}&groupBy=customerId,featureId,action` },
+  { name: 'day, groupBy clientId, one hot customer', query: `from=${from}&to=${to}&granularity=day&groupBy=clientId&customerId=${hot}` },
+  { name: 'hour, no groupBy', query: `from=${from}&to=${to}&granularity=hour` },
+];
+
+/**
+ * Loads 30 days of the reference mix through the store (a child), starts the server on it, and
+ * times each query's whole answer (every page, read to the end) as a client receives it.
+ */
+async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
+  record.usageQuery = [];
+  for (const events of settings.usageEvents) {
+    const dir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-usage-'));
+    const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
+    try {
+      await schema?.create();
+      const now = Math.floor(Date.now() / 86_400_000) * 86400;
+      const spec: UsageLoadSpec = { backend: phase.backend!, ...(schema ? { url: schema.url } : { dir }), events, days: 30, now };
+      const loader = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/usage-query.js'), JSON.stringify(spec)]);
+      let load: UsageLoadResult;
+      try {
+        load = (await benchMessage<{ result: UsageLoadResult }>(loader, 'result', 3_600_000)).result;
+      } finally {
+        await loader.stop(10_000);
+      }
+      const server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir: dir, ...(schema ? { databaseUrl: schema.url } : {}), key: load.key });
+      const queries: { name: string; p50Ms: number; rows: number; pages: number }[] = [];
+      try {
+        const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+        for (const q of USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer)) {
+          const times: number[] = [];
+          let rows = 0;
+          let pages = 0;
+          for (let run = 0; run < settings.usageQueryRuns + 2; run++) {
+            const started = process.hrtime.bigint();
+            rows = 0;
+            pages = 0;
+            let cursor: string | null = null;
+            do {
+              const response = await fetch(`${server.url}/v1/usage?${q.query}${cursor === null ? '' : `&cursor=${cursor}`}`, { headers: { 'x-api-key': server.key } });
+              if (response.status !== 200) throw new Error(`${q.query}: ${response.status} ${await response.text()}`);
+              const body = (await response.json()) as { rows: unknown[]; nextCursor: string | null };
+              rows += body.rows.length;
+              pages++;
+              cursor = body.nextCursor;
+            } while (cursor !== null);
+            // The first two are warmup (caches, prepared statements).
+            if (run >= 2) times.push(Number(process.hrtime.bigint() - started) / 1e6);
+          }
+          queries.push({ name: q.name, p50Ms: median(times), rows, pages });
+        }
+      } finally {
+        await server.stop(60_000);
+      }
+      const disk = schema ? await schema.disk(events) : sqliteDisk(dir, events);
+      const rollupBytes = disk.objects.filter((o) => o.name.startsWith('usage_')).reduce((sum, o) => sum + o.bytes, 0);
+      record.usageQuery.push({ events, loadSeconds: load.seconds, diskBytesPerEvent: disk.bytesPerEvent, rollupBytesPerEvent: rollupBytes / events, rollupObjects: disk.objects.filter((o) => o.name.startsWith('usage_')), queries });
+    } finally {
+      await schema?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
 async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-'));
   const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
@@ -219,7 +291,7 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
     await schema?.create();
     const nodeFlags = [...(settings.nodeFlags ?? []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
     if (phase.target === 'bucketmeter') {
-      server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir, ...(schema ? { databaseUrl: schema.url } : {}), nodeFlags });
+      server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir, ...(schema ? { databaseUrl: schema.url } : {}), nodeFlags, ...(phase.env ? { env: phase.env } : {}) });
     } else {
       server = await startBaseline(cpu(SERVER_CPU), phase.target === 'hello' ? 'hello.js' : 'validate-only.js', nodeFlags);
     }
@@ -358,6 +430,7 @@ async function main(): Promise<void> {
       try {
         if (settings.quietWaitSec > 0) record.quiet = await waitForQuiet(settings.quietWaitSec);
         if (phase.target === 'raw' || phase.target === 'store') await runRaw(settings, phase, record);
+        else if (phase.target === 'usage-query') await runUsageQuery(settings, phase, record);
         else await runHttp(settings, phase, record);
       } catch (error) {
         record.ok = false;

@@ -7,6 +7,7 @@ import type { FieldError } from './events/field-error.js';
 export const ERRORS = {
   BM_ERR_AUTH_MISSING_KEY: { status: 401, title: 'API key missing', hint: 'Send your API key in the X-API-Key header.' },
   BM_ERR_AUTH_INVALID_KEY: { status: 401, title: 'API key invalid', hint: 'The key is unknown or revoked. Check X-API-Key, or create a key with `bucketmeter keys create`.' },
+  BM_ERR_AUTH_SCOPE: { status: 403, title: 'API key scope does not allow this', hint: 'This key\'s scope does not cover this path: `ingest` keys may send events, `read` keys may use /v1/*. Use a key of the right scope (`bucketmeter keys create --scope`).' },
   BM_ERR_EVENT_INVALID: { status: 400, title: 'Event invalid', hint: 'Fix the fields listed in `errors`. The event was kept in quarantine.' },
   BM_ERR_EVENT_UNMAPPED: { status: 400, title: 'Operation the client could not map', hint: 'The collector sent action "Unknown" (an S3 operation it does not know, named by `classNames`). The event was kept in quarantine under this code.' },
   BM_ERR_BODY_INVALID_JSON: { status: 400, title: 'Body is not valid JSON', hint: 'Send a UTF-8 JSON document. The body was kept in quarantine.' },
@@ -19,6 +20,7 @@ export const ERRORS = {
   BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
   BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
   BM_ERR_QUERY_TIMEOUT: { status: 503, title: 'Query took too long', hint: 'The read was stopped at its time budget (time spent waiting for a reader included). Narrow it (a from/to range, a smaller limit) or retry later.' },
+  BM_ERR_USAGE_ZONE_NOT_EXACT: { status: 400, title: 'Time zone cannot be answered exactly', hint: 'Usage is stored per UTC hour: a zone whose offset is not a whole number of hours in the range cannot have exact hour, day or month windows. Use granularity=none, UTC or a whole-hour zone.' },
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
   BM_ERR_QUARANTINE_QUOTA: { status: 429, title: 'Quarantine quota exceeded', hint: "This tenant's invalid inputs reached today's quarantine limit (--quarantine-max-per-day): fix the client. Requests without invalid input are still accepted; the quota renews at 00:00 UTC (Retry-After)." },
   BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },

@@ -31,6 +31,7 @@ import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
 import type { EventLog, Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
+import { UsageService } from './usage/service.js';
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
 export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
@@ -51,11 +52,18 @@ export function sqlitePath(config: Config): string {
  * SQLite database that is not there: run from the wrong folder, a command would otherwise make an
  * empty one and work on it, and the server would not know its keys.
  */
+/**
+ * Set to 1 by the bench only, to measure ingest without usage rollups and receipts (the cost they
+ * add). Not a setting: a store run with it has usage figures that verify reports as wrong.
+ */
+const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
+
 export async function openStore(config: Config, logger: Logger, options: { create: boolean } = { create: true }): Promise<Store> {
+  const usage = process.env[BENCH_NO_USAGE] !== '1';
   if (config.databaseUrl !== undefined) {
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
-    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger });
+    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage });
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
   const path = sqlitePath(config);
@@ -68,7 +76,7 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents });
+  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage });
 }
 
 /** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */
@@ -157,6 +165,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
+    usage: new UsageService(store.usage),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),

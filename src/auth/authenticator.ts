@@ -5,13 +5,14 @@
  * process memory only, as the request's headers do, and is never logged.
  */
 import { BmError } from '../errors.js';
-import type { KeyStore } from '../store/types.js';
+import type { KeyScope, KeyStore } from '../store/types.js';
 import { hashKey, isKeyShaped } from './keys.js';
 
 export interface Tenant {
   id: number;
   name: string;
   keyId: string;
+  scope: KeyScope;
 }
 
 export interface AuthenticatorOptions {
@@ -52,7 +53,7 @@ export class Authenticator {
           throw new BmError('BM_ERR_STORE_UNAVAILABLE', 'The key could not be checked: the store is unavailable.', { retryAfter: 1 }, { cause });
         })
         .finally(() => clearTimeout(timer));
-      tenant = record && { id: record.tenantId, name: record.tenantName, keyId: record.id };
+      tenant = record && { id: record.tenantId, name: record.tenantName, keyId: record.id, scope: record.scope };
       if (this.cache.size >= this.cacheMax) this.cache.delete(this.cache.keys().next().value!);
       this.cache.delete(key);
       this.cache.set(key, { tenant, until: now + this.options.cacheSeconds * 1000 });

@@ -22,15 +22,16 @@ const COMMANDS: Record<string, Help> = {
     settings: Object.keys(SETTINGS) as SettingName[],
   },
   'keys create': {
-    usage: 'bucketmeter keys create --tenant NAME [--init] [store settings]',
+    usage: 'bucketmeter keys create --tenant NAME [--scope ingest|read|all] [--init] [store settings]',
     about: 'Creates an API key for the tenant (creating the tenant if new) and prints only the key, once.',
     flags: [
       ['--tenant NAME', 'tenant: 1-64 of a-z 0-9 . _ -, starting with a letter or digit (required)'],
+      ['--scope S', 'ingest (send events), read (/v1/*) or all (default all)'],
       ['--init', 'create the SQLite database if there is none (default: refuse, naming the path looked at)'],
     ],
     settings: STORE,
   },
-  'keys list': { usage: 'bucketmeter keys list [store settings]', about: 'Lists keys: id, tenant, created, revoked. Never the keys.', settings: STORE },
+  'keys list': { usage: 'bucketmeter keys list [store settings]', about: 'Lists keys: id, tenant, scope, created, revoked. Never the keys.', settings: STORE },
   'keys revoke': { usage: 'bucketmeter keys revoke ID [store settings]', about: 'Revokes a key by its id (see keys list).', settings: STORE },
   'quarantine list': {
     usage: 'bucketmeter quarantine list [--tenant NAME] [--all] [--limit N] [--oldest-first] [store settings]',
@@ -57,6 +58,32 @@ const COMMANDS: Record<string, Help> = {
     settings: ['prices', 'bucketPlans'],
   },
   'prices show': { usage: 'bucketmeter prices show PLAN-ID [--prices DIR]', about: "One plan's versions as JSON.", settings: ['prices'] },
+  usage: {
+    usage: 'bucketmeter usage --tenant NAME --from T --to T [--granularity G] [--timeZone Z] [--groupBy D,...] [--DIMENSION V ...] [--csv | --json] [store settings]',
+    about: 'The GET /v1/usage answer for a tenant (every page), as a table, CSV or JSON; flags are the API parameters, filters repeatable.',
+    flags: [
+      ['--tenant NAME', 'tenant (required)'],
+      ['--from T, --to T', 'ISO 8601 with a zone, whole hours (required)'],
+      ['--granularity G', 'hour, day, month or none (default none)'],
+      ['--timeZone Z', 'IANA zone (default UTC)'],
+      ['--groupBy D,...', 'provider, bucket, customerId, featureId, clientType, clientId, action'],
+      ['--customerId V ...', 'filter by any dimension, repeatable; an empty value matches none'],
+      ['--csv, --json', 'output format (default a table)'],
+    ],
+    settings: STORE,
+  },
+  'usage verify': {
+    usage: 'bucketmeter usage verify --from DAY --to DAY [--tenant NAME] [store settings]',
+    about: 'Checks, per UTC day, that receipts add up and equal the events stored, and that every rollup equals the events; exit 1 on any difference.',
+    flags: [['--from DAY, --to DAY', 'UTC midnights (required)'], ['--tenant NAME', 'only this tenant (default: every tenant)']],
+    settings: STORE,
+  },
+  'usage rebuild': {
+    usage: 'bucketmeter usage rebuild --from T --to T [--tenant NAME] [store settings]',
+    about: 'Recomputes the rollups of a range from the stored events; safe while ingestion runs.',
+    flags: [['--from T, --to T', 'whole hours (required)'], ['--tenant NAME', 'only this tenant (default: every tenant)']],
+    settings: STORE,
+  },
 };
 
 export const USAGE = `usage:

@@ -18,10 +18,13 @@ import { pricesCommand } from './prices.js';
 import { replayQuarantine } from '../quarantine/replay.js';
 import { bootstrapKey, createCommitter, createLogger, createValidator, openStore, startNode } from '../runtime.js';
 import { setupMessage } from '../setup-error.js';
-import type { QuarantineEntry, Store } from '../store/types.js';
+import { KEY_SCOPES } from '../store/types.js';
+import type { KeyScope, QuarantineEntry, Store } from '../store/types.js';
 import { helpFor, USAGE } from './help.js';
 import { preflight } from './preflight.js';
 import { terminalSafe, terminalSafeJson } from './terminal-safe.js';
+import { printTable } from './table.js';
+import { CliUsageError, USAGE_FLAGS, usageCommand } from './usage.js';
 
 class UsageError extends Error {}
 
@@ -31,7 +34,9 @@ export async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: {
       ...settingFlags(),
+      ...USAGE_FLAGS,
       tenant: { type: 'string' },
+      scope: { type: 'string' },
       all: { type: 'boolean' },
       limit: { type: 'string' },
       'oldest-first': { type: 'boolean' },
@@ -53,8 +58,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 2;
   }
-  if (!['serve', 'keys', 'quarantine', 'prices'].includes(command)) throw new UsageError(`unknown command "${command}"`);
-  const config = loadConfig(values, process.env);
+  if (!['serve', 'keys', 'quarantine', 'prices', 'usage'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  // Filters repeat (arrays); settings never do.
+  const config = loadConfig(Object.fromEntries(Object.entries(values).filter(([, v]) => !Array.isArray(v))) as Record<string, string | boolean>, process.env);
   const tenantProblem = command === 'keys' && sub === 'create' && values.tenant !== undefined ? tenantNameProblem(values.tenant) : undefined;
   if (tenantProblem !== undefined) throw new UsageError(tenantProblem);
   switch (command) {
@@ -67,7 +73,9 @@ export async function main(argv: string[]): Promise<number> {
       return code;
     }
     case 'keys':
-      return withStore(config, sub === 'create' && values.init === true, (store) => keys(store, sub, arg, values.tenant));
+      return withStore(config, sub === 'create' && values.init === true, (store) => keys(store, sub, arg, values.tenant, values.scope));
+    case 'usage':
+      return withStore(config, false, (store) => usageCommand(store, sub, values, (name) => tenantIdsOf(store, name)));
     default:
       return withStore(config, false, (store) => quarantine(store, config, sub, arg, values));
   }
@@ -152,22 +160,24 @@ async function servePrimary(config: Config, logger: ReturnType<typeof createLogg
   return 0;
 }
 
-async function keys(store: Store, sub: string | undefined, arg: string | undefined, tenant: string | undefined): Promise<number> {
+async function keys(store: Store, sub: string | undefined, arg: string | undefined, tenant: string | undefined, scopeText: string | undefined): Promise<number> {
   const now = Math.floor(Date.now() / 1000);
   switch (sub) {
     case 'create': {
       if (tenant === undefined) throw new UsageError('keys create needs --tenant NAME');
+      const scope = (scopeText ?? 'all') as KeyScope;
+      if (!KEY_SCOPES.includes(scope)) throw new UsageError(`--scope takes ${KEY_SCOPES.join(', ')}`);
       const generated = generateKey();
-      await store.keys.create({ id: generated.id, tenantName: tenant, hash: generated.hash, createdAt: now });
+      await store.keys.create({ id: generated.id, tenantName: tenant, hash: generated.hash, scope, createdAt: now });
       process.stdout.write(generated.key + '\n');
-      process.stderr.write(`created key ${generated.id} for tenant "${tenant}" (the key is shown once)\n`);
+      process.stderr.write(`created ${scope} key ${generated.id} for tenant "${tenant}" (the key is shown once)\n`);
       return 0;
     }
     case 'list': {
       const rows = await store.keys.list();
       printTable(
-        ['ID', 'TENANT', 'CREATED', 'REVOKED'],
-        rows.map((k) => [k.id, k.tenantName, formatTimestamp(k.createdAt), k.revokedAt === null ? '-' : formatTimestamp(k.revokedAt)]),
+        ['ID', 'TENANT', 'SCOPE', 'CREATED', 'REVOKED'],
+        rows.map((k) => [k.id, k.tenantName, k.scope, formatTimestamp(k.createdAt), k.revokedAt === null ? '-' : formatTimestamp(k.revokedAt)]),
       );
       return 0;
     }
@@ -190,6 +200,12 @@ async function tenantIdOf(store: Store, name: string | undefined): Promise<numbe
   const key = (await store.keys.list()).find((k) => k.tenantName === name);
   if (key === undefined) throw new UsageError(`no tenant named ${terminalSafe(JSON.stringify(name))}`);
   return key.tenantId;
+}
+
+/** The tenant named, or every tenant that has a key. */
+async function tenantIdsOf(store: Store, name: string | undefined): Promise<number[]> {
+  if (name !== undefined) return [(await tenantIdOf(store, name))!];
+  return [...new Set((await store.keys.list()).map((k) => k.tenantId))];
 }
 
 async function quarantine(store: Store, config: Config, sub: string | undefined, arg: string | undefined, values: { tenant?: string; all?: boolean; limit?: string; 'oldest-first'?: boolean }): Promise<number> {
@@ -263,13 +279,6 @@ function exportable(q: QuarantineEntry): Record<string, unknown> {
   };
 }
 
-function printTable(head: string[], unsafeRows: string[][]): void {
-  const rows = unsafeRows.map((row) => row.map(terminalSafe));
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
-}
-
 export function runCli(): void {
   main(process.argv.slice(2)).then(
     (code) => {
@@ -282,7 +291,7 @@ export function runCli(): void {
         process.exitCode = 1;
         return;
       }
-      if (error instanceof ConfigError || error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      if (error instanceof ConfigError || error instanceof UsageError || error instanceof CliUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
         const hint = error instanceof ConfigError ? '' : ' (see bucketmeter --help)';
         // parseArgs explains some mistakes over several lines: one line is easier to read in a log.
         const message = error instanceof ConfigError ? error.message : (error as Error).message.replace(/\n/g, ' ');

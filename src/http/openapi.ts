@@ -33,7 +33,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             type: 'apiKey',
             in: 'header',
             name: 'X-API-Key',
-            description: 'An API key of one tenant (`bucketmeter keys create --tenant NAME`), shown once. Every key has a single scope today: it may ingest and read its own tenant\'s data, nothing of any other tenant.',
+            description: 'An API key of one tenant (`bucketmeter keys create --tenant NAME`), shown once. Each key has a scope (`keys create --scope`): `ingest` may use /ping, the ingestion paths and recommendedBatchSize; `read` may use /v1/*; `all` (the default) both. A key used outside its scope gets 403 BM_ERR_AUTH_SCOPE. No key reaches any other tenant\'s data.',
           },
         },
         schemas: eventJsonSchemas(ref) as never,

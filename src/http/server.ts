@@ -28,6 +28,8 @@ import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { statusRoutes } from './routes/status.js';
 import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
+import { usageRoutes } from './routes/usage.js';
+import type { UsageService } from '../usage/service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,6 +55,7 @@ export interface HttpDeps {
   telemetry: TelemetryService;
   events: EventQueryService;
   health: HealthService;
+  usage: UsageService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
@@ -120,6 +123,11 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     // Unknown routes answer 404 whatever the key; /healthz needs none.
     if (request.routeOptions.url === undefined || request.routeOptions.config.auth === false) return;
     request.tenant = await deps.authenticator.authenticate(request.headers['x-api-key']);
+    // /v1/* reads what was stored (cost data among it); everything else with a key sends events.
+    const needs = request.routeOptions.url.startsWith('/v1/') ? 'read' : 'ingest';
+    if (request.tenant.scope !== 'all' && request.tenant.scope !== needs) {
+      throw new BmError('BM_ERR_AUTH_SCOPE', `This key's scope is ${request.tenant.scope}; ${request.method} ${request.routeOptions.url} needs a ${needs} or all key.`);
+    }
     deps.rateLimiter?.take(request.tenant.keyId);
   });
 
@@ -140,6 +148,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(ingestRoutes(deps.ingest, deps.limits));
   await app.register(eventsRoutes(deps.events));
   await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
+  await app.register(usageRoutes(deps.usage));
   if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
   await app.register(openApiRoutes());
   return app;

@@ -7,6 +7,7 @@
 import type { ActionName, EventRecord, NormalizedEvent } from '../events/catalogue.js';
 import { SERVER_EVENT_ID_PREFIX } from '../events/catalogue.js';
 import type { FieldError } from '../events/field-error.js';
+import type { Dimension, Shape } from '../usage/shapes.js';
 
 export interface EventToStore {
   tenantId: number;
@@ -73,10 +74,15 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
+/** What a key may do: `ingest` the ingestion paths, `read` the /v1 API, `all` both. */
+export type KeyScope = 'ingest' | 'read' | 'all';
+export const KEY_SCOPES: readonly KeyScope[] = ['ingest', 'read', 'all'];
+
 export interface ApiKeyRecord {
   id: string;
   tenantId: number;
   tenantName: string;
+  scope: KeyScope;
   createdAt: number;
   revokedAt: number | null;
 }
@@ -88,6 +94,8 @@ export interface NewApiKey {
   tenantName: string;
   /** SHA-256 of the full key; the key itself is never stored. */
   hash: Buffer;
+  /** Default `all`. */
+  scope?: KeyScope;
   createdAt: number;
 }
 
@@ -158,6 +166,7 @@ export interface JobOwnership {
 export interface Store extends EventLog, Health, JobOwnership {
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
+  readonly usage: UsageStore;
   close(): Promise<void>;
 }
 
@@ -192,4 +201,44 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+}
+
+/** A rollup query, already routed: the service has chosen the shape and cut the windows. */
+export interface UsageStoreQuery {
+  shape: Shape;
+  /** Window boundaries in hours since the epoch, ascending: window i is [bounds[i], bounds[i + 1]). */
+  bounds: number[];
+  groupBy: Dimension[];
+  /** Per dimension, the values any of which matches; '' matches events without one. */
+  filters: Partial<Record<Dimension, string[]>>;
+}
+
+export interface UsageStoreRow {
+  /** Index of the window in the query's bounds. */
+  window: number;
+  /** One value per groupBy dimension, in its order; null where the events had none. */
+  values: (string | null)[];
+  /** In shapes.ts MEASURES order. */
+  measures: bigint[];
+}
+
+/** One UTC day as reconcile sees it; measures in MEASURES order. */
+export interface UsageDayCheck {
+  day: number;
+  receipts: { received: bigint; stored: bigint; duplicates: bigint; rejected: bigint };
+  /** Events stored that arrived this day, counted from the raw events. */
+  storedByArrival: bigint;
+  /** The measures of the events whose timestamp is in this day, from the raw events. */
+  events: bigint[];
+  /** The same from each rollup shape, by shape name. */
+  rollups: Record<string, bigint[]>;
+}
+
+/** Usage: rollups kept in each event commit, read by routed queries; checked and rebuilt from the events. */
+export interface UsageStore {
+  query(tenantId: number, query: UsageStoreQuery): Promise<UsageStoreRow[]>;
+  /** Days [fromDay, toDay) (days since the epoch, UTC) that have anything in receipts, events or rollups. */
+  reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]>;
+  /** Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs. */
+  rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
 }

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { allStoredIds, runLoad } from '../../test/support/load.js';
-import { createKey, request, startServer } from '../../test/support/server.js';
+import { WIRE_TIMESTAMP_SECONDS } from '../../test/support/events.js';
+import { createKey, request, runCli, startServer } from '../../test/support/server.js';
 import type { ServerProcess } from '../../test/support/server.js';
 import { Tally, report } from '../support/measure.js';
 import { audit, serverOptions, sqliteIntegrity, storeArgs, storedEventIds } from '../support/stores.js';
@@ -77,6 +78,14 @@ export async function crashScenario(t: TestContext, options: CrashOptions): Prom
   assert.deepEqual(new Set(listed), new Set(stored));
   assert.equal(listed.length, stored.length);
   assert.equal(await server.stop(), 0);
+  // Usage changes in the transactions of the events it counts: whatever the kills interrupted, the
+  // rollups (events' day) and receipts (today) agree with the events stored.
+  const day = (seconds: number) => new Date(Math.floor(seconds / 86400) * 86_400_000).toISOString().replace('.000Z', 'Z');
+  const today = Date.now() / 1000;
+  for (const [from, to] of [[WIRE_TIMESTAMP_SECONDS, WIRE_TIMESTAMP_SECONDS + 86400], [today - 86400, today + 2 * 86400]] as const) {
+    const verify = await runCli(['usage', 'verify', '--from', day(from), '--to', day(to), ...storeArgs(target)]);
+    assert.equal(verify.code, 0, `usage verify after the kills: ${verify.stdout}${verify.stderr}`);
+  }
 
   assert.ok(acknowledged.size > 0, 'events were acknowledged');
   // Only the kill may interrupt a request (a network error); whatever the server answered was a 200.

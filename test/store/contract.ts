@@ -449,8 +449,9 @@ function keysContract(name: string, open: () => Promise<OpenedStore>, options: C
       const id2 = `key_${randomBytes(8).toString('hex')}`;
       const k1 = await store.keys.create({ id: id1, tenantName, hash: hash1, createdAt: T0 });
       assert.equal(typeof k1.tenantId, 'number');
-      assert.deepEqual(k1, { id: id1, tenantId: k1.tenantId, tenantName, createdAt: T0, revokedAt: null });
-      const k2 = await store.keys.create({ id: id2, tenantName, hash: hash2, createdAt: T0 + 1 });
+      assert.deepEqual(k1, { id: id1, tenantId: k1.tenantId, tenantName, scope: 'all', createdAt: T0, revokedAt: null }, 'scope defaults to all');
+      const k2 = await store.keys.create({ id: id2, tenantName, hash: hash2, scope: 'read', createdAt: T0 + 1 });
+      assert.equal(k2.scope, 'read');
       assert.equal(k2.tenantId, k1.tenantId, 'same tenant name, same tenant');
       const other = await newTenant(store);
       assert.notEqual(other.tenantId, k1.tenantId);

@@ -311,7 +311,7 @@ describe('sqlite store', () => {
       const store = await openSqliteStore({ path: join(temp.dir, 'first.db') });
       const hash = randomBytes(32);
       const created = await store.keys.createIfNone({ id: 'first', tenantName: 'default', hash, createdAt: T0 });
-      assert.deepEqual(created, { id: 'first', tenantId: created!.tenantId, tenantName: 'default', createdAt: T0, revokedAt: null });
+      assert.deepEqual(created, { id: 'first', tenantId: created!.tenantId, tenantName: 'default', scope: 'all', createdAt: T0, revokedAt: null });
       assert.deepEqual(await store.keys.findActiveByHash(hash), created);
       await store.close();
     } finally {

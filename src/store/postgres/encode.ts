@@ -13,7 +13,8 @@
 import { KINDS } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
 import { BOOL_FIELDS, COLUMN_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeRest, pgColumn, pgType } from '../row.js';
-import type { EventToStore } from '../types.js';
+import type { CommitUnit, EventToStore } from '../types.js';
+import { usageCtes } from './usage-sql.js';
 
 // ---- Text columns ----
 
@@ -70,7 +71,10 @@ const INPUT_COLUMNS: readonly (readonly [string, string])[] = [['row', 'integer'
  * as UnitEncoder.arrays writes them. Parameters $1-$10 as QUARANTINE_CTES says. Returns (row, seq)
  * of the events stored; the others were duplicates.
  */
-function statementSql(): string {
+/** With usage, the unit's receipts (receiptArrays) follow the input columns. */
+const RECEIPT_PARAM = 11 + INPUT_COLUMNS.length;
+
+function statementSql(usage: boolean): string {
   const input = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${11 + i}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
   const stored = EVENT_COLUMNS.map(([name]) => name).join(', ');
   return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
@@ -100,11 +104,35 @@ kept AS MATERIALIZED (
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
 stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY tenant_id, seq),
-${QUARANTINE_CTES}
+${QUARANTINE_CTES}${usage ? `,\n${usageCtes('kept', RECEIPT_PARAM)}` : ''}
 SELECT row, seq FROM kept`;
 }
 
-export const STATEMENT_SQL = statementSql();
+export const STATEMENT_SQL = statementSql(false);
+export const STATEMENT_USAGE_SQL = statementSql(true);
+
+/**
+ * The unit's arrivals per tenant and UTC day: (tenant, day, received, rejected) arrays, as
+ * usage-sql.ts usageCtes takes them. Received counts every event of the unit (duplicates within it
+ * included) and every quarantine entry.
+ */
+export function receiptArrays(unit: CommitUnit): [number[], number[], number[], number[]] {
+  const days = new Map<string, [number, number, number, number]>();
+  const add = (tenant: number, receivedAt: number, rejected: number) => {
+    const day = Math.floor(receivedAt / 86400);
+    const key = `${tenant}/${day}`;
+    const entry = days.get(key);
+    if (entry === undefined) days.set(key, [tenant, day, 1, rejected]);
+    else {
+      entry[2]++;
+      entry[3] += rejected;
+    }
+  };
+  for (const e of unit.events) add(e.tenantId, e.receivedAt, 0);
+  for (const q of unit.quarantine) add(q.tenantId, q.receivedAt, 1);
+  const entries = [...days.values()];
+  return [entries.map((e) => e[0]), entries.map((e) => e[1]), entries.map((e) => e[2]), entries.map((e) => e[3])];
+}
 
 // ---- Large units: event_ids and sequence blocks, then COPY ----
 
@@ -181,6 +209,11 @@ export class UnitEncoder {
 
   get rows(): number {
     return this.ords.length;
+  }
+
+  /** The tenant of the unit's event at `ord`. */
+  tenantOf(ord: number): number {
+    return this.events[ord]!.tenantId;
   }
 
   add(ord: number): void {

@@ -19,6 +19,8 @@ export interface PostgresStoreOptions {
   logger?: { warn(obj: object, msg: string): void };
   /** Units of at least this many new events are written by COPY, smaller ones by one statement (encode.ts). Default 500. */
   copyMinEvents?: number;
+  /** false only in the bench (ingest cost without usage); default true. */
+  usage?: boolean;
 }
 
 /**
@@ -83,5 +85,5 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
-  });
+  }, options.usage ?? true);
 }

@@ -4,6 +4,7 @@
  */
 
 import type { Migration } from '../types.js';
+import { usageMigrationSql } from './usage-sql.js';
 
 export type { Migration };
 
@@ -133,5 +134,11 @@ BEGIN
   END LOOP;
 END $$;
 `,
+  },
+  {
+    version: 4,
+    name: 'key scopes, usage rollups and receipts',
+    // Generated from usage/shapes.ts: a change to the shapes needs a new step, not an edit of this one.
+    sql: usageMigrationSql(),
   },
 ];

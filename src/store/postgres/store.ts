@@ -18,6 +18,7 @@ import {
   serverEventId,
   StoreUnavailableError,
   type ApiKeyRecord,
+  type KeyScope,
   type CommitUnit,
   type EventOutcome,
   type EventPage,
@@ -30,8 +31,11 @@ import {
   type QuarantineStore,
   type Store,
   type StoredEvent,
+  type UsageStore,
 } from '../types.js';
-import { COPY_SQL, fromPgText, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, toPgText, UnitEncoder } from './encode.js';
+import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
+import { USAGE_AFTER_COPY_SQL } from './usage-sql.js';
+import { PostgresUsageStore } from './usage.js';
 import { LOCK_CLASS } from './migrate.js';
 
 const LOCK_FIRST_KEY = 3;
@@ -235,6 +239,7 @@ interface KeyRow {
   id: string;
   tenant_id: number;
   tenant_name: string;
+  scope: KeyScope;
   created_at: string;
   revoked_at: string | null;
 }
@@ -244,12 +249,13 @@ function toKeyRecord(row: KeyRow): ApiKeyRecord {
     id: row.id,
     tenantId: row.tenant_id,
     tenantName: row.tenant_name,
+    scope: row.scope,
     createdAt: Number(row.created_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
 }
 
-const KEY_COLUMNS = 'k.id, k.tenant_id, t.name AS tenant_name, k.created_at, k.revoked_at';
+const KEY_COLUMNS = 'k.id, k.tenant_id, t.name AS tenant_name, k.scope, k.created_at, k.revoked_at';
 
 interface QuarantineRow {
   id: string;
@@ -291,6 +297,7 @@ export class PostgresStore implements Store {
   readonly backend = 'postgres';
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
+  readonly usage: UsageStore;
   private readonly dictionary: Dictionary;
 
   constructor(
@@ -298,10 +305,13 @@ export class PostgresStore implements Store {
     private readonly copyMinEvents: number,
     private readonly jobs: JobOwnership,
     private readonly onClose: () => Promise<void>,
+    /** false only in the bench: events are stored without updating usage rollups and receipts. */
+    private readonly withUsage = true,
   ) {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
     this.quarantine = new PostgresQuarantineStore(pool);
+    this.usage = new PostgresUsageStore(pool, guarded);
   }
 
   async commit(unit: CommitUnit): Promise<EventOutcome[]> {
@@ -373,9 +383,11 @@ export class PostgresStore implements Store {
     } else {
       params.push(...encoder.arrays(ids));
     }
+    const receipts = this.withUsage ? receiptArrays(unit) : undefined;
+    if (receipts !== undefined && !byCopy) params.push(...receipts);
     for (let attempt = 1; ; attempt++) {
       try {
-        if (byCopy) await this.commitByCopy(params, encoder, ids, seqs);
+        if (byCopy) await this.commitByCopy(params, encoder, ids, seqs, receipts);
         else await this.commitByStatement(params, encoder, seqs);
         return;
       } catch (err) {
@@ -387,12 +399,24 @@ export class PostgresStore implements Store {
 
   /** One statement, its own transaction. */
   private async commitByStatement(params: unknown[], encoder: UnitEncoder, seqs: (number | undefined)[]): Promise<void> {
-    const { rows } = await this.pool.query<{ row: number; seq: string }>({ name: 'bm_commit', text: STATEMENT_SQL, values: params });
+    const statement = this.withUsage ? { name: 'bm_commit_usage', text: STATEMENT_USAGE_SQL } : { name: 'bm_commit', text: STATEMENT_SQL };
+    const { rows } = await this.pool.query<{ row: number; seq: string }>({ ...statement, values: params });
     for (const { row, seq } of rows) seqs[encoder.ords[row]!] = safeSeq(seq);
   }
 
-  private async commitByCopy(params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[]): Promise<void> {
-    await transaction(this.pool, (client) => reserveAndCopy(client, params, encoder, ids, seqs));
+  private async commitByCopy(params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[], receipts: unknown[] | undefined): Promise<void> {
+    await transaction(this.pool, async (client) => {
+      await reserveAndCopy(client, params, encoder, ids, seqs);
+      if (receipts === undefined) return;
+      const tenants: number[] = [];
+      const copied: number[] = [];
+      seqs.forEach((seq, ord) => {
+        if (seq === undefined) return;
+        tenants.push(encoder.tenantOf(ord));
+        copied.push(seq);
+      });
+      await client.query({ name: 'bm_usage_after_copy', text: USAGE_AFTER_COPY_SQL, values: [tenants, copied, ...receipts] });
+    });
   }
 
   async listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
@@ -500,13 +524,14 @@ class PostgresKeyStore implements KeyStore {
 
 async function insertKey(client: PoolClient, key: NewApiKey): Promise<ApiKeyRecord> {
   const tenantId = await tenantIdFor(client, key.tenantName);
-  await client.query('INSERT INTO api_keys (id, tenant_id, hash, created_at) VALUES ($1, $2, $3, $4)', [
+  await client.query('INSERT INTO api_keys (id, tenant_id, hash, scope, created_at) VALUES ($1, $2, $3, $4, $5)', [
     key.id,
     tenantId,
     key.hash,
+    key.scope ?? 'all',
     key.createdAt,
   ]);
-  return { id: key.id, tenantId, tenantName: key.tenantName, createdAt: key.createdAt, revokedAt: null };
+  return { id: key.id, tenantId, tenantName: key.tenantName, scope: key.scope ?? 'all', createdAt: key.createdAt, revokedAt: null };
 }
 
 async function tenantIdFor(client: PoolClient, name: string): Promise<number> {

@@ -4,6 +4,7 @@
  */
 
 import type { Migration } from '../types.js';
+import { usageMigrationSql } from './usage-sql.js';
 
 export type { Migration };
 
@@ -134,5 +135,11 @@ ALTER TABLE events ADD COLUMN tseq INTEGER;
 -- end of the index, so it costs one page per tenant per commit, not a random page per event.
 CREATE INDEX events_tenant_seq ON events (tenant);
 `,
+  },
+  {
+    version: 4,
+    name: 'key scopes, usage rollups and receipts',
+    // Generated from usage/shapes.ts: a change to the shapes needs a new step, not an edit of this one.
+    sql: usageMigrationSql(),
   },
 ];

@@ -6,6 +6,8 @@ export interface WriterData {
   busyTimeoutMs: number;
   /** Most events the writer merges into one transaction from the commit requests waiting for it. */
   maxGroupEvents: number;
+  /** false only in the bench (default true): events are stored without updating usage rollups and receipts. */
+  usage?: boolean;
 }
 
 export type WriterCommand =
@@ -14,6 +16,8 @@ export type WriterCommand =
   /** Commits a tiny write: the writer can write now. */
   | { type: 'check' }
   | { type: 'purgeQuarantine'; before: number }
+  /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
+  | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
   /** Runs `PRAGMA <source>` on the writer's connection; the result as `simple` gives it. */
   | { type: 'pragma'; source: string }
   | { type: 'close' };

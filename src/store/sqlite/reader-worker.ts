@@ -12,14 +12,18 @@ import { sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
+import { UsageReader } from './usage.js';
 import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
 
 type Handlers = { [K in ReadName]: (args: Reads[K]['args'], budget: ReadBudget) => Reads[K]['result'] };
 
 function handlers(db: Connection): Handlers {
   const events = new EventReader(db);
+  const usage = new UsageReader(db);
   return {
     'events.page': ({ tenantId, query }, budget) => events.list(tenantId, query, budget),
+    'usage.query': ({ tenantId, query }) => usage.query(tenantId, query),
+    'usage.reconcile': ({ tenantId, fromDay, toDay }) => usage.reconcile(tenantId, fromDay, toDay),
   };
 }
 

@@ -3,10 +3,13 @@
  * that can take more than a few milliseconds (event pages now; usage, object and cost queries next)
  * is added here and to the worker's table, and is called through ReaderPool.run with a budget.
  */
-import type { EventPage, EventQuery } from '../types.js';
+import type { EventPage, EventQuery, UsageDayCheck, UsageStoreQuery, UsageStoreRow } from '../types.js';
 
 export interface Reads {
   'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
+  /** One SQL statement each: the budget bounds the wait for a reader, not the statement. */
+  'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageStoreRow[] };
+  'usage.reconcile': { args: { tenantId: number; fromDay: number; toDay: number }; result: UsageDayCheck[] };
 }
 
 export type ReadName = keyof Reads;

@@ -6,7 +6,7 @@
 import { StoreUnavailableError, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
-  QuarantineQuery, QuarantineStore, Store,
+  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery,
 } from '../types.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, openConnection, toStoreError } from './connection.js';
 import type { Connection } from './connection.js';
@@ -33,6 +33,8 @@ export interface SqliteStoreOptions {
   readers?: number;
   /** How long one event read may take, waiting for a reader included, before it is stopped (default 2,000 ms). */
   readBudgetMs?: number;
+  /** false only in the bench (ingest cost without usage); default true. */
+  usage?: boolean;
 }
 
 export interface ConnectionSettings {
@@ -46,6 +48,7 @@ export class SqliteStore implements Store {
   readonly backend = 'sqlite' as const;
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
+  readonly usage: UsageStore;
   readonly #db: Connection;
   readonly #writer: WriterThread;
   readonly #readers: ReaderPool;
@@ -74,6 +77,15 @@ export class SqliteStore implements Store {
       countSince: (tenantId: number, since: number) => this.#run('quarantine read', () => quarantine.countSince(tenantId, since)),
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
+    };
+    // On reader threads: an answer over months of rollups must not hold the event loop.
+    this.usage = {
+      query: (tenantId: number, query: UsageStoreQuery) => this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS),
+      reconcile: (tenantId: number, fromDay: number, toDay: number) => this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS),
+      // On the writer thread, between commits: no commit can interleave with the delete and refill.
+      rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
+        await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
+      },
     };
   }
 
@@ -151,6 +163,9 @@ const MAIN_THREAD_ROWS = 100;
 /** The budget of a read that takes no steps (an unfiltered page), never checked. */
 const NO_STEPS = new ReadBudget(Infinity, 0);
 
+/** How long a usage read may wait for a reader thread (its one statement then runs to the end). */
+const USAGE_BUDGET_MS = 60_000;
+
 const DEFAULT_MAX_GROUP_EVENTS = 10_000;
 const DEFAULT_READERS = 2;
 const DEFAULT_READ_BUDGET_MS = 2000;
@@ -172,7 +187,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS);
   try {

@@ -13,6 +13,8 @@ import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
+import { SHAPES } from '../../usage/shapes.js';
+import { UPSERT_RECEIPTS, rollupFromEvents } from './usage-sql.js';
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
@@ -45,6 +47,13 @@ function prepare(db: Connection) {
     // The first replay's time is kept.
     replayed: db.prepare('UPDATE quarantine SET replayed_at = ? WHERE id = ? AND replayed_at IS NULL'),
     purgeQuarantine: db.prepare('DELETE FROM quarantine WHERE received_at < ?'),
+    // The transaction's new events are the seqs after the one it started from.
+    rollups: SHAPES.map((shape) => db.prepare(rollupFromEvents(shape, 'seq > ? AND seq <= ?'))),
+    receipts: db.prepare(UPSERT_RECEIPTS),
+    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND hour >= @from AND hour < @to`)),
+    rebuildInsert: SHAPES.map((shape) =>
+      db.prepare(rollupFromEvents(shape, '(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @from * 3600 AND timestamp < @to * 3600')),
+    ),
   };
 }
 
@@ -79,12 +88,19 @@ class Writer {
     const addedKeys: string[] = [];
     try {
       s.begin.run();
-      let seq = s.lastSeq.get() as number;
+      const first = s.lastSeq.get() as number;
+      let seq = first;
       // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
       const tseqs = new Map<number, number>();
-      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys);
+      const receipts = this.data.usage !== false ? new Receipts() : undefined;
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts);
       s.setLastSeq.run(seq);
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
+      if (receipts !== undefined) {
+        // Usage changes in the transaction of the events it counts: a crash leaves both or neither.
+        if (seq > first) for (const rollup of s.rollups) rollup.run(first, seq);
+        receipts.write(s.receipts);
+      }
       s.commit.run();
       return seqs;
     } catch (err) {
@@ -99,7 +115,7 @@ class Writer {
    * Inserts one unit's events, numbered on from `seq`, writing each one's seq into `seqs` (0 for a
    * duplicate), then its quarantine entries and replay marks. Returns the last seq handed out.
    */
-  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, tseqs: Map<number, number>, added: string[], addedKeys: string[]): number {
+  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, tseqs: Map<number, number>, added: string[], addedKeys: string[], receipts: Receipts | undefined): number {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
     const event = this.#event;
@@ -133,8 +149,10 @@ class Writer {
       } else if (s.insertOnce.run(args).changes === 1) {
         seqs[i] = ++seq;
       } // else a duplicate: seqs[i] stays 0
+      receipts?.add(event.tenantId, event.receivedAt, seqs[i] === 0 ? DUPLICATE : STORED);
     }
     for (const q of unit.quarantine) {
+      receipts?.add(q.tenantId, q.receivedAt, REJECTED);
       const body = Buffer.from(q.body.buffer, q.body.byteOffset, q.body.byteLength);
       s.quarantineAdd.run(q.tenantId, q.receivedAt, q.code, q.errors, q.source, q.index, body, q.truncated ? 1 : 0);
     }
@@ -157,6 +175,27 @@ class Writer {
     try {
       s.begin.run();
       s.probe.run();
+      s.commit.run();
+      return null;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  /**
+   * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
+   * thread: no commit can run between the delete and the refill, so ingestion may go on meanwhile.
+   */
+  rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
+    const s = this.#open();
+    try {
+      s.begin.run();
+      for (let i = 0; i < SHAPES.length; i++) {
+        const range = { tenant: tenantId, from: fromHour, to: toHour };
+        s.rebuildDelete[i]!.run(range);
+        s.rebuildInsert[i]!.run(range);
+      }
       s.commit.run();
       return null;
     } catch (err) {
@@ -241,6 +280,33 @@ class Writer {
   }
 }
 
+const STORED = 1;
+const DUPLICATE = 2;
+const REJECTED = 3;
+
+/** A transaction's receipts per tenant and UTC day of arrival: [received, stored, duplicates, rejected]. */
+class Receipts {
+  readonly #days = new Map<string, number[]>();
+
+  add(tenantId: number, receivedAt: number, outcome: typeof STORED | typeof DUPLICATE | typeof REJECTED): void {
+    const key = `${tenantId}/${Math.floor(receivedAt / 86400)}`;
+    let counts = this.#days.get(key);
+    if (counts === undefined) {
+      counts = [0, 0, 0, 0];
+      this.#days.set(key, counts);
+    }
+    counts[0]!++;
+    counts[outcome]!++;
+  }
+
+  write(upsert: Statements['receipts']): void {
+    for (const [key, [received, stored, duplicates, rejected]] of this.#days) {
+      const [tenant, day] = key.split('/');
+      upsert.run(Number(tenant), Number(day), received, stored, duplicates, rejected);
+    }
+  }
+}
+
 type CommitRequest = Extract<WriterRequest, { type: 'commit' }>;
 type OtherRequest = Exclude<WriterRequest, CommitRequest>;
 
@@ -250,6 +316,8 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.check();
     case 'purgeQuarantine':
       return writer.purgeQuarantine(request.before);
+    case 'rebuildUsage':
+      return writer.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
     case 'pragma':
       return writer.pragma(request.source);
     case 'close':

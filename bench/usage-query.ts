@@ -1,0 +1,78 @@
+/**
+ * The usage query phase's loader, run by run.ts as a child: `events` events of the reference mix,
+ * their timestamps spread evenly over `days` days before `now`, committed through the product's
+ * store (rollups and receipts included) in 10,000-event units; then one key for the tenant. Prints
+ * the key and the hottest customer (the one the filtered query asks for).
+ */
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { generateKey } from '../src/auth/keys.js';
+import { SETTINGS } from '../src/config.js';
+import type { NormalizedEvent } from '../src/events/catalogue.js';
+import { createEventValidator } from '../src/events/validate.js';
+import type { CommitUnit, Store } from '../src/store/types.js';
+import { buildUniverse, EventMix, MIX_SEED, Rng } from './mix.js';
+
+export interface UsageLoadSpec {
+  backend: 'sqlite' | 'postgres';
+  dir?: string;
+  url?: string;
+  events: number;
+  days: number;
+  /** Unix seconds; a whole day. */
+  now: number;
+}
+
+export interface UsageLoadResult {
+  events: number;
+  seconds: number;
+  key: string;
+  hotCustomer: string;
+}
+
+const UNIT = 10_000;
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '') as UsageLoadSpec;
+  let store: Store;
+  if (spec.backend === 'sqlite') {
+    const { openSqliteStore } = await import('../src/store/sqlite/index.js');
+    store = await openSqliteStore({ path: join(spec.dir!, 'bucketmeter.db'), logger: pino({ level: 'silent' }) });
+  } else {
+    const { openPostgresStore } = await import('../src/store/postgres/index.js');
+    store = await openPostgresStore({ url: spec.url!, poolMax: SETTINGS.pgPoolMax.default });
+  }
+  const generated = generateKey();
+  const { tenantId } = await store.keys.create({ id: generated.id, tenantName: 'bench', hash: generated.hash, createdAt: spec.now });
+  const universe = buildUniverse();
+  const mix = new EventMix(universe, spec.now);
+  const rng = new Rng(MIX_SEED + 7);
+  const validator = createEventValidator({ maxFutureSeconds: SETTINGS.maxFutureSeconds.default, maxExtraBytes: SETTINGS.maxExtraBytes.default });
+  const start = spec.now - spec.days * 86400;
+  const started = Date.now();
+  const pending: Promise<unknown>[] = [];
+  for (let done = 0; done < spec.events; ) {
+    const events: NormalizedEvent[] = [];
+    for (; events.length < UNIT && done < spec.events; done++) {
+      const wire = mix.nextEvent();
+      delete wire.eventId;
+      wire.timestamp = new Date((start + Math.floor(rng.next() * spec.days * 86400)) * 1000).toISOString();
+      const result = validator.validate(wire, spec.now);
+      if (!result.ok) throw new Error(`reference event rejected: ${JSON.stringify(result.errors)}`);
+      events.push(result.event);
+    }
+    const unit: CommitUnit = { events: events.map((event) => ({ tenantId, receivedAt: spec.now, event })), quarantine: [] };
+    pending.push(store.commit(unit));
+    if (pending.length >= 3) await pending.shift();
+  }
+  await Promise.all(pending);
+  const seconds = (Date.now() - started) / 1000;
+  await store.close();
+  const result: UsageLoadResult = { events: spec.events, seconds, key: generated.key, hotCustomer: universe.customers[0]! };
+  process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`usage load failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

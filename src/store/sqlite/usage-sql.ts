@@ -1,0 +1,64 @@
+/**
+ * SQLite's usage SQL: the rollup tables, and the statements that fold events into them. The writer
+ * folds each transaction's new events (a seq range) in the same transaction; a rebuild folds a time
+ * range after deleting its rollup rows. Both use ROLLUP_FROM_EVENTS, so they cannot disagree.
+ */
+import { DIMENSION_COLUMN, DIMENSIONS, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import type { EventColumns, Shape } from '../../usage/shapes.js';
+
+export const EVENT_COLUMNS: EventColumns = {
+  tenant: 'tenant',
+  timestamp: 'timestamp',
+  action: 'action',
+  bytes: 'bytes',
+  billable: 'coalesce(billable, 1) = 1',
+  // SQLite's event columns have the names the rollup columns took from them.
+  dims: Object.fromEntries(DIMENSIONS.filter((d) => d !== 'action').map((d) => [d, DIMENSION_COLUMN[d]])) as EventColumns['dims'],
+};
+
+export function createShapeSql(shape: Shape): string {
+  const keys = keyColumns(shape);
+  return `CREATE TABLE ${shape.table} (
+  ${[...keys, ...MEASURE_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (${keys.join(', ')})
+) STRICT, WITHOUT ROWID;`;
+}
+
+/** Adds the measures of the events matching `where` (over `events`) to the shape's rows. */
+export function rollupFromEvents(shape: Shape, where: string): string {
+  const keys = keyColumns(shape);
+  const exprs = keySql(shape, EVENT_COLUMNS);
+  return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
+SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM events WHERE ${where}
+GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}
+ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+}
+
+export const UPSERT_RECEIPTS = `INSERT INTO usage_receipts (tenant, day, received, stored, duplicates, rejected) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT DO UPDATE SET received = received + excluded.received, stored = stored + excluded.stored,
+  duplicates = duplicates + excluded.duplicates, rejected = rejected + excluded.rejected`;
+
+/** Migration 4: key scopes, rollups and receipts, filled from what is already stored. */
+export function usageMigrationSql(): string {
+  return `
+ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';
+${SHAPES.map(createShapeSql).join('\n')}
+CREATE TABLE usage_receipts (
+  tenant INTEGER NOT NULL,
+  day INTEGER NOT NULL,
+  received INTEGER NOT NULL,
+  stored INTEGER NOT NULL,
+  duplicates INTEGER NOT NULL,
+  rejected INTEGER NOT NULL,
+  PRIMARY KEY (tenant, day)
+) STRICT, WITHOUT ROWID;
+${SHAPES.map((shape) => rollupFromEvents(shape, 'true') + ';').join('\n')}
+-- Receipts before this version: what is stored and quarantined (duplicates were not counted then).
+INSERT INTO usage_receipts (tenant, day, received, stored, duplicates, rejected)
+SELECT tenant, day, sum(n), sum(s), 0, sum(r) FROM (
+  SELECT tenant, (timestamp + received_after) / 86400 AS day, count(*) AS n, count(*) AS s, 0 AS r FROM events GROUP BY 1, 2
+  UNION ALL
+  SELECT tenant, received_at / 86400, count(*), 0, count(*) FROM quarantine GROUP BY 1, 2
+) WHERE true GROUP BY tenant, day;
+`;
+}

@@ -1,0 +1,154 @@
+/**
+ * The usage query rules: the windows of the time zone, the shape that answers exactly and cheapest,
+ * the row order and pages; and reconciliation (receipts, raw events and every rollup shape agree).
+ * Knows nothing of HTTP: the route and the CLI both call it.
+ */
+import { BmError } from '../errors.js';
+import { ReadTimeoutError } from '../store/types.js';
+import type { UsageDayCheck, UsageStore } from '../store/types.js';
+import type { ReconcileRequest, UsageRequest } from './params.js';
+import { MEASURES, SHAPES, shapeFor } from './shapes.js';
+import type { Dimension } from './shapes.js';
+import { windowBounds, ZoneNotExactError } from './windows.js';
+
+export interface UsageRow {
+  /** Epoch seconds. */
+  start: number;
+  end: number;
+  /** One per groupBy dimension, in its order. */
+  values: (string | null)[];
+  /** In MEASURES order. */
+  measures: bigint[];
+}
+
+export interface UsagePage {
+  rows: UsageRow[];
+  nextCursor: string | null;
+  /** The shape that answered (for docs and tests: the routing rule made visible). */
+  shape: string;
+}
+
+export interface ReconcileDay {
+  day: number;
+  receipts: UsageDayCheck['receipts'];
+  storedByArrival: bigint;
+  requests: bigint;
+  rollupRequests: Record<string, bigint>;
+}
+
+export interface Difference {
+  day: number;
+  check: string;
+  expected: bigint;
+  actual: bigint;
+}
+
+const compareText = (a: string | null, b: string | null): number => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
+
+/** Rows by start, then by each dimension's value (none first, then by code point). */
+function compareRows(a: { start: number; values: (string | null)[] }, b: { start: number; values: (string | null)[] }): number {
+  if (a.start !== b.start) return a.start - b.start;
+  for (let i = 0; i < a.values.length; i++) {
+    const c = compareText(a.values[i]!, b.values[i]!);
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** The cursor is the last row's sort key: pages stay in order even when late events add rows. */
+function encodeCursor(row: UsageRow): string {
+  return Buffer.from(JSON.stringify([row.start, ...row.values])).toString('base64url');
+}
+
+function decodeCursor(cursor: string, groupBy: readonly Dimension[]): { start: number; values: (string | null)[] } {
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    key = undefined;
+  }
+  if (
+    Array.isArray(key) &&
+    key.length === groupBy.length + 1 &&
+    Number.isSafeInteger(key[0]) &&
+    key.slice(1).every((v) => v === null || typeof v === 'string')
+  ) {
+    return { start: key[0] as number, values: key.slice(1) as (string | null)[] };
+  }
+  throw new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made for this query', {
+    errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'the nextCursor of the previous page of the same query', received: 'another string' }],
+  });
+}
+
+/** A read stopped at its budget (no reader thread free in time) is a 503 the caller may retry. */
+async function timed<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    if (err instanceof ReadTimeoutError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
+    throw err;
+  }
+}
+
+export class UsageService {
+  constructor(private readonly usage: UsageStore) {}
+
+  async query(tenantId: number, request: UsageRequest): Promise<UsagePage> {
+    let bounds: number[];
+    try {
+      bounds = windowBounds(request.from / 3600, request.to / 3600, request.granularity, request.timeZone);
+    } catch (err) {
+      if (err instanceof ZoneNotExactError) {
+        throw new BmError('BM_ERR_USAGE_ZONE_NOT_EXACT', err.message, {
+          errors: [{ path: '/timeZone', message: err.message, expected: 'a zone whose offsets are whole hours in this range, or granularity=none', received: JSON.stringify(request.timeZone) }],
+        });
+      }
+      throw err;
+    }
+    const shape = shapeFor([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])]);
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy);
+    const stored = await timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters }));
+    const rows: UsageRow[] = [];
+    for (const row of stored) {
+      if (row.measures.every((m) => m === 0n)) continue;
+      const r = { start: bounds[row.window]! * 3600, end: bounds[row.window + 1]! * 3600, values: row.values, measures: row.measures };
+      if (after === undefined || compareRows(r, after) > 0) rows.push(r);
+    }
+    rows.sort(compareRows);
+    const more = rows.length > request.limit;
+    const page = more ? rows.slice(0, request.limit) : rows;
+    return { rows: page, nextCursor: more ? encodeCursor(page[page.length - 1]!) : null, shape: shape.name };
+  }
+
+  /** Per UTC day: receipts, raw events and every rollup shape, and each way they disagree. */
+  async reconcile(tenantId: number, request: ReconcileRequest): Promise<{ days: ReconcileDay[]; differences: Difference[] }> {
+    const checks = await timed(this.usage.reconcile(tenantId, request.from / 86400, request.to / 86400));
+    const differences: Difference[] = [];
+    const expect = (day: number, check: string, expected: bigint, actual: bigint) => {
+      if (expected !== actual) differences.push({ day, check, expected, actual });
+    };
+    for (const c of checks) {
+      const r = c.receipts;
+      expect(c.day, 'receipts: received = stored + duplicates + rejected', r.received, r.stored + r.duplicates + r.rejected);
+      expect(c.day, 'receipts: stored = events stored that arrived this day', c.storedByArrival, r.stored);
+      for (const shape of SHAPES) {
+        MEASURES.forEach((measure, m) => {
+          expect(c.day, `rollup ${shape.name}: ${measure} = ${measure} of the events`, c.events[m]!, c.rollups[shape.name]![m]!);
+        });
+      }
+    }
+    const days = checks.map((c) => ({
+      day: c.day,
+      receipts: c.receipts,
+      storedByArrival: c.storedByArrival,
+      requests: c.events[0]!,
+      rollupRequests: Object.fromEntries(SHAPES.map((shape) => [shape.name, c.rollups[shape.name]![0]!])),
+    }));
+    return { days, differences };
+  }
+
+  /** Recomputes the rollups of [from, to) (epoch seconds, whole hours) from the events. */
+  rebuild(tenantId: number | null, from: number, to: number): Promise<void> {
+    return this.usage.rebuild(tenantId, from / 3600, to / 3600);
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Key scopes, `bucketmeter usage` and the proof paths: reconcile and `usage verify` agree on an
+ * honest store; rollups damaged on purpose are found by verify and mended by rebuild, while
+ * ingestion goes on. Both stores.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { BACKENDS, dropFreshStores, withPg } from '../support/backends.js';
+import { createKey, request, runCli, startServer } from '../support/server.js';
+import type { ServerProcess } from '../support/server.js';
+
+const event = (i: number, extra: Record<string, unknown> = {}) => ({
+  action: i % 3 === 0 ? 'PutObject' : 'GetObject',
+  timestamp: `2026-03-0${1 + (i % 3)}T${String(i % 24).padStart(2, '0')}:15:00Z`,
+  provider: 'aws',
+  bucket: `b${i % 2}`,
+  objectKey: 'k',
+  bytes: 100 + i,
+  customerId: `c${i % 4}`,
+  clientId: `d${i % 5}`,
+  eventId: `ev-${i}`,
+  ...extra,
+});
+
+for (const backend of BACKENDS) {
+  describe(`usage CLI, scopes, verify and rebuild (${backend.name})`, { skip: backend.skip }, () => {
+    let server: ServerProcess;
+    let storeArgs: string[];
+
+    before(async () => {
+      storeArgs = await backend.fresh();
+      server = await startServer({ args: storeArgs });
+    });
+    after(async () => {
+      await server.stop();
+      await dropFreshStores();
+    });
+
+    /** Runs SQL on the store behind the server, as an operator (or a bug) would. */
+    async function damage(sql: string): Promise<void> {
+      if (backend.name === 'sqlite') {
+        const db = new Database(join(storeArgs[1]!, 'bucketmeter.db'));
+        db.pragma('busy_timeout = 5000');
+        db.exec(sql);
+        db.close();
+      } else {
+        await withPg(storeArgs[1]!, (client) => client.query(sql));
+      }
+    }
+
+    it('scopes: ingest keys send, read keys read, each refused the other with 403', async () => {
+      const ingest = await createKey('scoped', [...storeArgs, '--scope', 'ingest']);
+      const read = await createKey('scoped', [...storeArgs, '--scope', 'read']);
+      const all = await createKey('scoped', storeArgs);
+      const q = `${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`;
+      assert.equal((await request(`${server.url}/s3`, { key: ingest, body: event(1) })).status, 200);
+      assert.equal((await request(`${server.url}/ping`, { key: ingest })).status, 200);
+      assert.equal((await request(`${server.url}/s3/recommendedBatchSize`, { key: ingest })).status, 200);
+      for (const path of [q, `${server.url}/v1/events`, `${server.url}/v1/usage/reconcile?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`]) {
+        const refused = await request(path, { key: ingest });
+        assert.equal(refused.status, 403, path);
+        assert.equal(refused.json.code, 'BM_ERR_AUTH_SCOPE');
+      }
+      assert.equal((await request(q, { key: read })).status, 200);
+      const write = await request(`${server.url}/s3`, { key: read, body: event(2) });
+      assert.equal(write.status, 403);
+      assert.equal(write.json.code, 'BM_ERR_AUTH_SCOPE');
+      assert.equal((await request(`${server.url}/ping`, { key: read })).status, 403);
+      assert.equal((await request(q, { key: all })).status, 200);
+      assert.equal((await request(`${server.url}/s3`, { key: all, body: event(3) })).status, 200);
+      const list = await runCli(['keys', 'list', ...storeArgs]);
+      assert.match(list.stdout, /^ID\s+TENANT\s+SCOPE\s+CREATED/);
+      const scopes = list.stdout.split('\n').filter((l) => /\sscoped\s/.test(l)).map((l) => l.split(/\s+/)[2]);
+      assert.deepEqual(scopes.sort(), ['all', 'ingest', 'read']);
+      const bad = await runCli(['keys', 'create', '--tenant', 'x', '--scope', 'admin', ...storeArgs]);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--scope takes ingest, read, all/);
+    });
+
+    it('`usage` prints the API answer as a table, CSV or JSON', async () => {
+      const key = await createKey('cli', storeArgs);
+      const sent = await request(`${server.url}/s3/batch`, { key, body: [0, 1, 2, 3, 4, 5].map((i) => event(i)) });
+      assert.equal(sent.json.accepted, 6);
+      const args = ['usage', '--tenant', 'cli', '--from', '2026-03-01T00:00:00Z', '--to', '2026-03-04T00:00:00Z', '--granularity', 'day', '--groupBy', 'customerId', '--customerId', 'c0', '--customerId', 'c1', ...storeArgs];
+      const api = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-04T00:00:00Z&granularity=day&groupBy=customerId&customerId=c0&customerId=c1`, { key });
+      const json = await runCli([...args, '--json']);
+      assert.equal(json.code, 0, json.stderr);
+      assert.deepEqual(JSON.parse(json.stdout), api.json);
+      const csv = await runCli([...args, '--csv']);
+      const apiCsv = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-04T00:00:00Z&granularity=day&groupBy=customerId&customerId=c0&customerId=c1&format=csv`, { key });
+      assert.equal(csv.stdout, apiCsv.text);
+      const table = await runCli(args);
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /^START\s+END\s+customerId\s+requests\s+readBytes\s+billableEgressBytes\s+writtenBytes\n2026-03-01T00:00:00Z\s+2026-03-02T00:00:00Z\s+c0\s+1\s+0\s+0\s+100\n/);
+      const bad = await runCli(['usage', '--tenant', 'cli', '--from', 'soon', ...storeArgs]);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--from: from must be an ISO 8601 time/);
+      assert.match(bad.stderr, /--to: to is required/);
+    });
+
+    it('verify finds rollups damaged on purpose; rebuild mends them while ingestion runs', async () => {
+      const key = await createKey('audit', storeArgs);
+      const range = ['--from', '2026-03-01T00:00:00Z', '--to', '2026-03-05T00:00:00Z'];
+      const batch = Array.from({ length: 200 }, (_, i) => event(i));
+      assert.equal((await request(`${server.url}/s3/batch`, { key, body: batch })).json.accepted, 200);
+      // Resent (duplicates) and one invalid: receipts count them, rollups do not.
+      const again = await request(`${server.url}/s3/batch`, { key, body: [...batch.slice(0, 10), { ...event(999), bytes: -1 }] });
+      assert.equal(again.json.duplicates, 10);
+
+      const clean = await runCli(['usage', 'verify', '--tenant', 'audit', ...range, ...storeArgs]);
+      assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+      const before = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-05T00:00:00Z&groupBy=customerId`, { key });
+
+      const audit = `tenant = (SELECT id FROM tenants WHERE name = 'audit')`;
+      await damage(`UPDATE usage_customer SET requests = requests + 7 WHERE ${audit}`);
+      await damage(`DELETE FROM usage_fine WHERE ${audit} AND hour = ${Date.parse('2026-03-02T04:00:00Z') / 3600_000}`);
+      const found = await runCli(['usage', 'verify', '--tenant', 'audit', ...range, ...storeArgs]);
+      assert.equal(found.code, 1, found.stdout);
+      assert.match(found.stdout, /rollup customer: requests = requests of the events/);
+      assert.match(found.stdout, /rollup fine: requests/);
+      const reconcile = await request(`${server.url}/v1/usage/reconcile?from=2026-03-01T00:00:00Z&to=2026-03-05T00:00:00Z`, { key });
+      assert.ok(reconcile.json.differences.length > 0);
+      assert.ok(reconcile.json.differences.some((d: { day: string; check: string }) => d.day === '2026-03-02' && d.check.startsWith('rollup fine')));
+
+      // Ingestion goes on during the rebuild: late events for the same days, from another sender.
+      let sending = true;
+      let n = 1000;
+      const sender = (async () => {
+        while (sending) {
+          const reply = await request(`${server.url}/s3/batch`, { key, body: [event(n++), event(n++), event(n++)] });
+          assert.equal(reply.status, 200, reply.text);
+        }
+      })();
+      const rebuilt = await runCli(['usage', 'rebuild', '--tenant', 'audit', ...range, ...storeArgs]);
+      sending = false;
+      await sender;
+      assert.equal(rebuilt.code, 0, rebuilt.stderr);
+      const mended = await runCli(['usage', 'verify', ...range, ...storeArgs]);
+      assert.equal(mended.code, 0, mended.stdout + mended.stderr);
+      const afterRebuild = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-05T00:00:00Z&groupBy=customerId`, { key });
+      const requests = (reply: typeof before) => reply.json.rows.reduce((sum: number, r: { requests: number }) => sum + r.requests, 0);
+      assert.equal(requests(afterRebuild), requests(before) + (n - 1000), 'the events sent during the rebuild are counted once');
+    });
+  });
+}
