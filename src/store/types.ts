@@ -242,3 +242,64 @@ export interface UsageStore {
   /** Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs. */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
 }
+
+/**
+ * Who owns a stored interval: the attribution of the event that created it (dictionary values, null
+ * where the event had none); `action` is the creating kind.
+ */
+export interface StorageKey {
+  provider: string | null;
+  bucket: string | null;
+  customerId: string | null;
+  featureId: string | null;
+  clientType: string | null;
+  clientId: string | null;
+  action: ActionName;
+}
+
+/**
+ * One key's change of live bytes within one hour, as the inventory keeps it: `bytes` is the net
+ * change (+size where an interval starts, −size where it ends) and `tailByteSeconds` is
+ * Σ ±size × (hour end − t), so that with `open` the key's live bytes at the hour's start,
+ * byte-seconds in the hour = open × 3600 + tailByteSeconds, and the next hour opens at open + bytes.
+ * Live bytes are the known sizes of live versions plus parts of uploads in progress.
+ */
+export interface StorageDeltaRow {
+  /** Unix seconds of the hour's start. */
+  hour: number;
+  key: StorageKey;
+  bytes: bigint;
+  tailByteSeconds: bigint;
+}
+
+/** An object version, an upload part or a delete marker, from its creating event to its end. */
+export interface StorageInterval {
+  kind: 'version' | 'part' | 'marker';
+  key: StorageKey;
+  objectKey: string;
+  versionId: string | null;
+  /** null when unknown (a copy whose source the inventory does not know). */
+  size: bigint | null;
+  start: number;
+  /** null while live. */
+  end: number | null;
+  createdBy: string;
+  endedBy: string | null;
+}
+
+export interface StorageIntervalFilter {
+  /** Only these buckets (all when absent). */
+  buckets?: string[];
+  /** Only intervals with a known size below this many bytes (minimum object size). */
+  smallerThan?: bigint;
+  /** Only intervals that ended, within [from, to), less than this many seconds after they started (minimum duration). */
+  endedYoungerThan?: number;
+}
+
+/** What cost reads from the inventory (issue 15 over issue 14): stored bytes per key and hour, and the intervals behind them. */
+export interface StorageFeed {
+  /** Every key's live bytes at `from` (non-zero only), then every delta row of hours in [from, to), ascending by hour. */
+  storageDeltas(tenantId: number, from: number, to: number): Promise<{ opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] }>;
+  /** The intervals alive at some time in [from, to) that pass the filter. */
+  storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): Promise<StorageInterval[]>;
+}
