@@ -76,7 +76,10 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  return openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage });
+  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage });
+  // What an operator checks first after a surprise: that every commit is fsynced (synchronous 2 = FULL).
+  logger.debug({ path, ...(await store.settings()).writer }, 'SQLite store open');
+  return store;
 }
 
 /** On the very first start (no key at all), creates tenant `default` with one key; returns the key to print once. */

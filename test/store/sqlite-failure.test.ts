@@ -105,38 +105,6 @@ describe('sqlite store failures', () => {
     }
   });
 
-  it('a full database (max_page_count) fails the whole unit, and the store recovers', async () => {
-    const temp = await tempDir();
-    const store = await openSqliteStore({ path: join(temp.dir, 'full.db') });
-    try {
-      const { tenantId } = await newTenant(store);
-      const kept = bigUnit(tenantId, 'kept', 5);
-      await store.commit(kept);
-      const quarantineId = (await store.quarantine.list({ tenantId, limit: 1, includeReplayed: false }))[0]!.id;
-      const pages = await store.writerPragma('page_count');
-      await store.writerPragma(`max_page_count = ${pages}`);
-      const failing = { ...bigUnit(tenantId, 'failing', 2000), replayed: { ids: [quarantineId], at: T0 + 1 } };
-      await rejectsUnavailable(store.commit(failing), /SQLITE_FULL/);
-      // Nothing of the unit: no event, no quarantine entry, no replayed mark.
-      assert.deepEqual(await contents(store, tenantId), { customers: customersOf(kept), quarantine: ['kept'] });
-      assert.equal((await store.quarantine.get(quarantineId))?.replayedAt, null);
-
-      // The writer reopened its connection (without the limit). Another unit now takes the dictionary
-      // ids the failed unit had been given: the failed unit's values must not still map to them.
-      const other = bigUnit(tenantId, 'other', 100);
-      await store.commit(other);
-      await store.commit(failing);
-      assert.deepEqual(await contents(store, tenantId), {
-        customers: [...customersOf(kept), ...customersOf(other), ...customersOf(failing)].sort(),
-        quarantine: ['kept', 'other', 'failing'],
-      });
-      assert.equal((await store.quarantine.get(quarantineId))?.replayedAt, T0 + 1);
-    } finally {
-      await store.close();
-      await temp.remove();
-    }
-  });
-
   it('a full disk fails the whole unit, and the store recovers when space is freed', async (t) => {
     const temp = await tempDir();
     const mountPoint = join(temp.dir, 'tiny');
@@ -145,7 +113,7 @@ describe('sqlite store failures', () => {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mountPoint], { stdio: 'ignore' });
     } catch {
       await temp.remove();
-      t.skip('cannot mount a tmpfs here (needs root): the max_page_count test covers the rollback');
+      t.skip('cannot mount a tmpfs here (needs root): the full-disk rollback was NOT tested');
       return;
     }
     try {
@@ -154,16 +122,28 @@ describe('sqlite store failures', () => {
         const { tenantId } = await newTenant(store);
         const kept = bigUnit(tenantId, 'kept', 5);
         await store.commit(kept);
+        const quarantineId = (await store.quarantine.list({ tenantId, limit: 1, includeReplayed: false }))[0]!.id;
         const filler = join(mountPoint, 'filler');
         const { bavail, bsize } = statfsSync(mountPoint);
         writeFileSync(filler, Buffer.alloc(Math.max(0, bavail * bsize - 16 * 1024)));
-        const failing = bigUnit(tenantId, 'failing', 3000);
+        const failing = { ...bigUnit(tenantId, 'failing', 3000), replayed: { ids: [quarantineId], at: T0 + 1 } };
         await rejectsUnavailable(store.commit(failing), /SQLITE_FULL|SQLITE_IOERR/);
         await rejectsUnavailable(store.commit(failing), /SQLITE_FULL|SQLITE_IOERR/);
+        // Nothing of the unit: no event, no quarantine entry, no replayed mark.
         assert.deepEqual(await contents(store, tenantId), { customers: customersOf(kept), quarantine: ['kept'] });
+        assert.equal((await store.quarantine.get(quarantineId))?.replayedAt, null);
         rmSync(filler);
+
+        // The writer reopened its connection. Another unit now takes the dictionary ids the failed
+        // unit had been given: the failed unit's values must not still map to them.
+        const other = bigUnit(tenantId, 'other', 100);
+        await store.commit(other);
         await store.commit(failing);
-        assert.deepEqual(await contents(store, tenantId), { customers: [...customersOf(kept), ...customersOf(failing)].sort(), quarantine: ['kept', 'failing'] });
+        assert.deepEqual(await contents(store, tenantId), {
+          customers: [...customersOf(kept), ...customersOf(other), ...customersOf(failing)].sort(),
+          quarantine: ['kept', 'other', 'failing'],
+        });
+        assert.equal((await store.quarantine.get(quarantineId))?.replayedAt, T0 + 1);
       } finally {
         await store.close();
       }

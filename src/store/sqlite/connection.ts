@@ -22,6 +22,22 @@ export function openConnection(path: string, busyTimeoutMs: number): Connection 
   }
 }
 
+/** The durability settings in effect on a connection, as opened above. */
+export interface ConnectionSettings {
+  journalMode: string;
+  /** 2 is FULL. */
+  synchronous: number;
+  busyTimeoutMs: number;
+}
+
+export function connectionSettings(db: Connection): ConnectionSettings {
+  return {
+    journalMode: db.pragma('journal_mode', { simple: true }) as string,
+    synchronous: db.pragma('synchronous', { simple: true }) as number,
+    busyTimeoutMs: db.pragma('busy_timeout', { simple: true }) as number,
+  };
+}
+
 /** The error code of a SQLite error (e.g. SQLITE_FULL), if it is one. */
 export function sqliteCode(err: unknown): string | undefined {
   return err instanceof Database.SqliteError ? err.code : undefined;

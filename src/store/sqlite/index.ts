@@ -1,2 +1,3 @@
 export { SqliteStore, openSqliteStore } from './store.js';
-export type { ConnectionSettings, SqliteStoreOptions } from './store.js';
+export type { ConnectionSettings } from './connection.js';
+export type { SqliteStoreOptions } from './store.js';

@@ -1,4 +1,5 @@
 /** Messages between the store (main thread) and its writer thread. */
+import type { ConnectionSettings } from './connection.js';
 import type { PackedUnit } from './layout.js';
 
 export interface WriterData {
@@ -18,8 +19,8 @@ export type WriterCommand =
   | { type: 'purgeQuarantine'; before: number }
   /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
   | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
-  /** Runs `PRAGMA <source>` on the writer's connection; the result as `simple` gives it. */
-  | { type: 'pragma'; source: string }
+  /** The durability settings in effect on the writer's connection. */
+  | { type: 'settings' }
   | { type: 'close' };
 
 export type WriterRequest = WriterCommand & { id: number };
@@ -28,7 +29,7 @@ export type WriterResult =
   /** Per event of the unit: its seq, or 0 for a duplicate. */
   | Float64Array<ArrayBuffer>
   | number
-  | string
+  | ConnectionSettings
   | null;
 
 export type WriterResponse =

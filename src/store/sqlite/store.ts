@@ -8,8 +8,8 @@ import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
   QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery,
 } from '../types.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, openConnection, toStoreError } from './connection.js';
-import type { Connection } from './connection.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, connectionSettings, openConnection, toStoreError } from './connection.js';
+import type { Connection, ConnectionSettings } from './connection.js';
 import { SqliteKeys } from './keys.js';
 import { packUnit } from './layout.js';
 import { migrate } from './migrate.js';
@@ -37,12 +37,6 @@ export interface SqliteStoreOptions {
   usage?: boolean;
 }
 
-export interface ConnectionSettings {
-  journalMode: string;
-  /** 2 is FULL. */
-  synchronous: number;
-  busyTimeoutMs: number;
-}
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite' as const;
@@ -118,24 +112,11 @@ export class SqliteStore implements Store {
     return !this.#closed;
   }
 
-  /**
-   * Runs `PRAGMA <source>` on the writer's connection, for diagnostics and tests. A setting lasts
-   * until that connection is reopened, which happens after any failed write.
-   */
-  async writerPragma(source: string): Promise<number | string | null> {
-    return (await this.#writer.request({ type: 'pragma', source })) as number | string | null;
-  }
-
   /** The durability settings in effect on both connections. */
   async settings(): Promise<{ reader: ConnectionSettings; writer: ConnectionSettings }> {
-    const read = async (pragma: (source: string) => Promise<unknown>): Promise<ConnectionSettings> => ({
-      journalMode: (await pragma('journal_mode')) as string,
-      synchronous: (await pragma('synchronous')) as number,
-      busyTimeoutMs: (await pragma('busy_timeout')) as number,
-    });
     return {
-      reader: await read((source) => this.#run('pragma', () => this.#db.pragma(source, { simple: true }))),
-      writer: await read((source) => this.writerPragma(source)),
+      reader: await this.#run('settings', () => connectionSettings(this.#db)),
+      writer: (await this.#writer.request({ type: 'settings' })) as ConnectionSettings,
     };
   }
 

@@ -7,8 +7,8 @@
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
-import { openConnection, sqliteCode } from './connection.js';
-import type { Connection } from './connection.js';
+import { connectionSettings, openConnection, sqliteCode } from './connection.js';
+import type { Connection, ConnectionSettings } from './connection.js';
 import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
@@ -214,14 +214,9 @@ class Writer {
     }
   }
 
-  pragma(source: string): number | string | null {
+  settings(): ConnectionSettings {
     this.#open();
-    try {
-      return this.#db!.pragma(source, { simple: true }) as number | string | null;
-    } catch (err) {
-      this.#reset();
-      throw err;
-    }
+    return connectionSettings(this.#db!);
   }
 
   close(): null {
@@ -318,8 +313,8 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.purgeQuarantine(request.before);
     case 'rebuildUsage':
       return writer.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
-    case 'pragma':
-      return writer.pragma(request.source);
+    case 'settings':
+      return writer.settings();
     case 'close':
       return writer.close();
   }
