@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { scopeNeeded } from '../auth/scope.js';
 import { ERRORS } from '../errors.js';
 import { eventJsonSchemas } from '../events/json-schema.js';
 import { NO_QUERY } from './schemas.js';
@@ -41,7 +42,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform({ schema, url, route }) {
       const body = route.config?.requestBody;
-      const security = route.config?.auth === false ? [] : [{ apiKey: [] }];
+      // OpenAPI 3.1 lets an apiKey requirement list the roles it needs: here, the key's scope.
+      const security = route.config?.auth === false ? [] : [{ apiKey: [scopeNeeded(url)] }];
       return { url, schema: { ...schema, ...(body === undefined ? {} : { body }), security } as typeof schema };
     },
   });

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import type { Logger } from 'pino';
 import type { Authenticator, Tenant } from '../auth/authenticator.js';
 import { RateLimiter } from '../auth/rate-limit.js';
+import { scopeAllows, scopeNeeded } from '../auth/scope.js';
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { HealthService } from '../health/service.js';
@@ -123,9 +124,8 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     // Unknown routes answer 404 whatever the key; /healthz needs none.
     if (request.routeOptions.url === undefined || request.routeOptions.config.auth === false) return;
     request.tenant = await deps.authenticator.authenticate(request.headers['x-api-key']);
-    // /v1/* reads what was stored (cost data among it); everything else with a key sends events.
-    const needs = request.routeOptions.url.startsWith('/v1/') ? 'read' : 'ingest';
-    if (request.tenant.scope !== 'all' && request.tenant.scope !== needs) {
+    const needs = scopeNeeded(request.routeOptions.url);
+    if (!scopeAllows(request.tenant.scope, needs)) {
       throw new BmError('BM_ERR_AUTH_SCOPE', `This key's scope is ${request.tenant.scope}; ${request.method} ${request.routeOptions.url} needs a ${needs} or all key.`);
     }
     deps.rateLimiter?.take(request.tenant.keyId);
