@@ -167,6 +167,8 @@ export interface Store extends EventLog, Health, JobOwnership {
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
   readonly usage: UsageStore;
+  readonly inventory: InventoryStore;
+  readonly storageFeed: StorageFeed;
   close(): Promise<void>;
 }
 
@@ -302,4 +304,75 @@ export interface StorageFeed {
   storageDeltas(tenantId: number, from: number, to: number): Promise<{ opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] }>;
   /** The intervals alive at some time in [from, to) that pass the filter. */
   storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): Promise<StorageInterval[]>;
+}
+
+/** A storage query, already routed like a usage one: window bounds in hours since the epoch, ascending. */
+export interface StorageStoreQuery {
+  bounds: number[];
+  groupBy: Dimension[];
+  filters: Partial<Record<Dimension, string[]>>;
+}
+
+/** Per window and group, before folding (inventory/measures.ts): sums over the group's delta rows. */
+export interface StorageWindowSums {
+  /** -1: every hour before the first window (the opening level). */
+  window: number;
+  values: (string | null)[];
+  /** Σbytes, Σtail, Σbytes × (window end − hour − 1) in hours, Σobjects, Σmarkers, Σunknown, ΣpartBytes. */
+  sums: bigint[];
+}
+
+export interface ObjectsStoreQuery {
+  bucket: string;
+  prefix?: string;
+  /** Epoch seconds: entries alive at this instant (created at or before it, ended after it or not at all). */
+  at: number;
+  customerId?: string;
+  /** false: only each key's current version (none when it is a delete marker); true: every live version and marker. */
+  includeVersions: boolean;
+  limit: number;
+  /** After this (objectKey, entry id), in (objectKey, newest first) order. */
+  after?: { objectKey: string; id: number };
+}
+
+export interface InventoryEntryRecord {
+  id: number;
+  objectKey: string;
+  versionId: string | null;
+  deleteMarker: boolean;
+  size: bigint | null;
+  created: { at: number; eventId: string; action: ActionName; provider: string | null; customerId: string | null; featureId: string | null; clientType: string | null; clientId: string | null };
+  ended: { at: number; eventId: string } | null;
+}
+
+/** How far the inventory is behind the events (its outbox, consumed by catchUp). */
+export interface InventoryLag {
+  /** Outbox rows not yet applied. */
+  pending: number;
+  /** Seconds since the oldest of them was written; 0 when none. */
+  oldestSeconds: number;
+}
+
+export interface InventoryDifference {
+  tenantId: number;
+  check: string;
+  expected: string;
+  actual: string;
+}
+
+/**
+ * The object inventory (issue 14): entries derived from the events through an outbox written in each
+ * event transaction (so nothing is missed), applied by catchUp; every read catches up first, so its
+ * answer holds every event committed before it began.
+ */
+export interface InventoryStore {
+  /** Applies every pending outbox row; safe from any process (one at a time). */
+  catchUp(): Promise<void>;
+  lag(): Promise<InventoryLag>;
+  storage(tenantId: number, query: StorageStoreQuery): Promise<StorageWindowSums[]>;
+  objects(tenantId: number, query: ObjectsStoreQuery): Promise<InventoryEntryRecord[]>;
+  /** Replays the tenant's (every tenant's when null) events in memory and lists where the stored inventory differs. */
+  verify(tenantId: number | null): Promise<InventoryDifference[]>;
+  /** Rebuilds the inventory of a tenant (every tenant when null) from its events. */
+  rebuild(tenantId: number | null): Promise<void>;
 }

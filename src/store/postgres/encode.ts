@@ -10,6 +10,7 @@
  *
  * docs/BENCHMARKS.md gives the figures of both.
  */
+import { inventoryOutboxCte } from './inventory-sql.js';
 import { KINDS } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
 import { BOOL_FIELDS, COLUMN_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeRest, pgColumn, pgType } from '../row.js';
@@ -104,7 +105,7 @@ kept AS MATERIALIZED (
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
 stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY tenant_id, seq),
-${QUARANTINE_CTES}${usage ? `,\n${usageCtes('kept', RECEIPT_PARAM)}` : ''}
+${QUARANTINE_CTES}${usage ? `,\n${usageCtes('kept', RECEIPT_PARAM)},\n${inventoryOutboxCte('kept')}` : ''}
 SELECT row, seq FROM kept`;
 }
 

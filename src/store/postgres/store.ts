@@ -36,6 +36,8 @@ import {
 import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
 import { USAGE_AFTER_COPY_SQL } from './usage-sql.js';
 import { PostgresUsageStore } from './usage.js';
+import { PostgresInventory } from './inventory.js';
+import { OUTBOX_AFTER_COPY_SQL } from './inventory-sql.js';
 import { LOCK_CLASS } from './migrate.js';
 
 const LOCK_FIRST_KEY = 3;
@@ -298,6 +300,8 @@ export class PostgresStore implements Store {
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
   readonly usage: UsageStore;
+  readonly inventory: PostgresInventory;
+  readonly storageFeed: PostgresInventory;
   private readonly dictionary: Dictionary;
 
   constructor(
@@ -312,6 +316,8 @@ export class PostgresStore implements Store {
     this.keys = new PostgresKeyStore(pool);
     this.quarantine = new PostgresQuarantineStore(pool);
     this.usage = new PostgresUsageStore(pool, guarded);
+    this.inventory = new PostgresInventory(pool, guarded);
+    this.storageFeed = this.inventory;
   }
 
   async commit(unit: CommitUnit): Promise<EventOutcome[]> {
@@ -416,6 +422,7 @@ export class PostgresStore implements Store {
         copied.push(seq);
       });
       await client.query({ name: 'bm_usage_after_copy', text: USAGE_AFTER_COPY_SQL, values: [tenants, copied, ...receipts] });
+      if (copied.length > 0) await client.query({ name: 'bm_inventory_after_copy', text: OUTBOX_AFTER_COPY_SQL, values: [tenants[0], copied] });
     });
   }
 

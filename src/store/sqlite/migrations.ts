@@ -5,6 +5,7 @@
 
 import type { Migration } from '../types.js';
 import { usageMigrationSql } from './usage-sql.js';
+import { INVENTORY_MIGRATION_SQL } from './inventory.js';
 
 export type { Migration };
 
@@ -141,5 +142,10 @@ CREATE INDEX events_tenant_seq ON events (tenant);
     name: 'key scopes, usage rollups and receipts',
     // Generated from usage/shapes.ts: a change to the shapes needs a new step, not an edit of this one.
     sql: usageMigrationSql(),
+  },
+  {
+    version: 5,
+    name: 'object inventory, its hourly deltas and outbox',
+    sql: INVENTORY_MIGRATION_SQL,
   },
 ];

@@ -21,6 +21,8 @@ export type WriterCommand =
   | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
   /** The durability settings in effect on the writer's connection. */
   | { type: 'settings' }
+  /** Inventory work between commits: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
+  | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null }
   | { type: 'close' };
 
 export type WriterRequest = WriterCommand & { id: number };
@@ -30,6 +32,8 @@ export type WriterResult =
   | Float64Array<ArrayBuffer>
   | number
   | ConnectionSettings
+  /** The inventory's verify: its differences as JSON. */
+  | string
   | null;
 
 export type WriterResponse =

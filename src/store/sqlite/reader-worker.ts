@@ -13,6 +13,7 @@ import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { UsageReader } from './usage.js';
+import { InventoryReader } from './inventory.js';
 import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
 
 type Handlers = { [K in ReadName]: (args: Reads[K]['args'], budget: ReadBudget) => Reads[K]['result'] };
@@ -20,10 +21,16 @@ type Handlers = { [K in ReadName]: (args: Reads[K]['args'], budget: ReadBudget) 
 function handlers(db: Connection): Handlers {
   const events = new EventReader(db);
   const usage = new UsageReader(db);
+  const inventory = new InventoryReader(db);
   return {
     'events.page': ({ tenantId, query }, budget) => events.list(tenantId, query, budget),
     'usage.query': ({ tenantId, query }) => usage.query(tenantId, query),
     'usage.reconcile': ({ tenantId, fromDay, toDay }) => usage.reconcile(tenantId, fromDay, toDay),
+    'inventory.lag': () => inventory.lag(),
+    'inventory.storage': ({ tenantId, query }) => inventory.storage(tenantId, query),
+    'inventory.objects': ({ tenantId, query }) => inventory.objects(tenantId, query),
+    'inventory.deltas': ({ tenantId, from, to }) => inventory.storageDeltas(tenantId, from, to),
+    'inventory.intervals': ({ tenantId, from, to, filter }) => inventory.storageIntervals(tenantId, from, to, filter),
   };
 }
 

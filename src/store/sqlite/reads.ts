@@ -3,13 +3,21 @@
  * that can take more than a few milliseconds (event pages now; usage, object and cost queries next)
  * is added here and to the worker's table, and is called through ReaderPool.run with a budget.
  */
-import type { EventPage, EventQuery, UsageDayCheck, UsageStoreQuery, UsageStoreRow } from '../types.js';
+import type {
+  EventPage, EventQuery, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey,
+  StorageStoreQuery, StorageWindowSums, UsageDayCheck, UsageStoreQuery, UsageStoreRow,
+} from '../types.js';
 
 export interface Reads {
   'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
   /** One SQL statement each: the budget bounds the wait for a reader, not the statement. */
   'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageStoreRow[] };
   'usage.reconcile': { args: { tenantId: number; fromDay: number; toDay: number }; result: UsageDayCheck[] };
+  'inventory.lag': { args: Record<string, never>; result: InventoryLag };
+  'inventory.storage': { args: { tenantId: number; query: StorageStoreQuery }; result: StorageWindowSums[] };
+  'inventory.objects': { args: { tenantId: number; query: ObjectsStoreQuery }; result: InventoryEntryRecord[] };
+  'inventory.deltas': { args: { tenantId: number; from: number; to: number }; result: { opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] } };
+  'inventory.intervals': { args: { tenantId: number; from: number; to: number; filter: StorageIntervalFilter }; result: StorageInterval[] };
 }
 
 export type ReadName = keyof Reads;

@@ -6,7 +6,7 @@
 import { StoreUnavailableError, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
-  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery,
+  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference,
 } from '../types.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, connectionSettings, openConnection, toStoreError } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
@@ -43,6 +43,8 @@ export class SqliteStore implements Store {
   readonly keys: KeyStore;
   readonly quarantine: QuarantineStore;
   readonly usage: UsageStore;
+  readonly inventory: InventoryStore;
+  readonly storageFeed: StorageFeed;
   readonly #db: Connection;
   readonly #writer: WriterThread;
   readonly #readers: ReaderPool;
@@ -80,6 +82,28 @@ export class SqliteStore implements Store {
       rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
         await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
       },
+    };
+    const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
+    // Every read applies the outbox first (on the writer thread), so it sees every event committed before it.
+    const caughtUp = async <T>(read: () => Promise<T>): Promise<T> => {
+      await inventoryWork('catchUp', null);
+      return read();
+    };
+    this.inventory = {
+      catchUp: async () => {
+        await inventoryWork('catchUp', null);
+      },
+      lag: () => this.#readers.run('inventory.lag', {}, 0, USAGE_BUDGET_MS),
+      storage: (tenantId, query) => caughtUp(() => this.#readers.run('inventory.storage', { tenantId, query }, tenantId, USAGE_BUDGET_MS)),
+      objects: (tenantId, query) => caughtUp(() => this.#readers.run('inventory.objects', { tenantId, query }, tenantId, USAGE_BUDGET_MS)),
+      verify: async (tenantId) => JSON.parse((await inventoryWork('verify', tenantId)) as string) as InventoryDifference[],
+      rebuild: async (tenantId) => {
+        await inventoryWork('rebuild', tenantId);
+      },
+    };
+    this.storageFeed = {
+      storageDeltas: (tenantId, from, to) => caughtUp(() => this.#readers.run('inventory.deltas', { tenantId, from, to }, tenantId, USAGE_BUDGET_MS)),
+      storageIntervals: (tenantId, from, to, filter) => caughtUp(() => this.#readers.run('inventory.intervals', { tenantId, from, to, filter }, tenantId, USAGE_BUDGET_MS)),
     };
   }
 

@@ -15,6 +15,7 @@ import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES } from '../../usage/shapes.js';
 import { UPSERT_RECEIPTS, rollupFromEvents } from './usage-sql.js';
+import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
@@ -50,6 +51,8 @@ function prepare(db: Connection) {
     // The transaction's new events are the seqs after the one it started from.
     rollups: SHAPES.map((shape) => db.prepare(rollupFromEvents(shape, 'seq > ? AND seq <= ?'))),
     receipts: db.prepare(UPSERT_RECEIPTS),
+    inventoryOutbox: db.prepare(OUTBOX_FROM_SEQS),
+    inventory: new InventoryWriter(db),
     rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND hour >= @from AND hour < @to`)),
     rebuildInsert: SHAPES.map((shape) =>
       db.prepare(rollupFromEvents(shape, '(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @from * 3600 AND timestamp < @to * 3600')),
@@ -100,6 +103,8 @@ class Writer {
         // Usage changes in the transaction of the events it counts: a crash leaves both or neither.
         if (seq > first) for (const rollup of s.rollups) rollup.run(first, seq);
         receipts.write(s.receipts);
+        // The inventory's feed: written with the events, applied by inventoryWork.
+        if (seq > first) s.inventoryOutbox.run(first, seq);
       }
       s.commit.run();
       return seqs;
@@ -198,6 +203,26 @@ class Writer {
       }
       s.commit.run();
       return null;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  /** One transaction on this thread, so no commit interleaves with a replay. */
+  inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null): string | null {
+    const s = this.#open();
+    try {
+      s.begin.run();
+      let result: string | null = null;
+      if (op === 'catchUp') s.inventory.catchUp();
+      else if (op === 'rebuild') s.inventory.rebuild(tenantId);
+      else {
+        s.inventory.catchUp();
+        result = JSON.stringify(s.inventory.verify(tenantId));
+      }
+      s.commit.run();
+      return result;
     } catch (err) {
       this.#reset();
       throw err;
@@ -315,6 +340,8 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
     case 'settings':
       return writer.settings();
+    case 'inventory':
+      return writer.inventoryWork(request.op, request.tenantId);
     case 'close':
       return writer.close();
   }

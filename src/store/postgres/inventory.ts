@@ -1,0 +1,507 @@
+/**
+ * PostgreSQL's object inventory: as SQLite's (sqlite/inventory.ts). Each event commit adds one outbox
+ * row per tenant (inventoryOutboxCte / OUTBOX_AFTER_COPY_SQL); catchUp, from any node, takes a session
+ * advisory lock, then in one REPEATABLE READ transaction reads the outbox and the events in the same
+ * snapshot, replays, and deletes exactly the outbox rows it read. A commit not in that snapshot has
+ * its outbox row left for the next catch-up, which replays from its earliest timestamp: nothing is
+ * missed, whatever the order in which transactions commit.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { KINDS } from '../../events/catalogue.js';
+import type { ActionName } from '../../events/catalogue.js';
+import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
+import { Deltas, deltaKey, replay, splitKey, touched } from '../../inventory/timeline.js';
+import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
+import { DIMENSION_COLUMN } from '../../usage/shapes.js';
+import type { Dimension } from '../../usage/shapes.js';
+import { serverEventId } from '../types.js';
+import type {
+  InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
+  StorageIntervalFilter, StorageKey, StorageStoreQuery, StorageWindowSums,
+} from '../types.js';
+import { fromPgText, toPgText } from './encode.js';
+import { LOCK_CLASS } from './migrate.js';
+import { ACTIONS, DELTA_COLUMNS, DIMS } from './inventory-sql.js';
+
+const LOCK_INVENTORY = 5;
+
+const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
+type EntryRow = [string, number, number, string | null, string | null, string | null, number | null, string | null, string, string, number, number, number, number, number, number, string | null, string | null];
+
+function entryOf(r: EntryRow): Entry {
+  return {
+    id: Number(r[0]),
+    kind: kindOf(r[1]),
+    bucket: String(r[2]),
+    objectKey: r[3],
+    versionId: r[4],
+    uploadId: r[5],
+    partNumber: r[6],
+    size: r[7] === null ? null : BigInt(r[7]),
+    start: Number(r[8]),
+    createdBy: r[9],
+    action: actionOf(r[10]),
+    attribution: attribution(r[11], r[12], r[13], r[14], r[15]),
+    end: r[16] === null ? null : Number(r[16]),
+    endedBy: r[17],
+  };
+}
+
+const EVENTS_SQL = `SELECT seq, ts, action, provider_id, coalesce(customer_id, 0), coalesce(feature_id, 0), coalesce(client_type_id, 0), coalesce(client_id, 0),
+  bucket_id, object_key, version_id, upload_id, bytes, part_number, event_id, rest
+FROM events WHERE tenant_id = $1 AND ts >= $2 AND action IN (${ACTIONS})`;
+type EventRow = [string, string, number, number, number, number, number, number, number | null, string | null, string | null, string | null, string | null, number | null, string | null, string | null];
+
+const enc = (v: string | undefined) => (v === undefined ? undefined : toPgText(v));
+
+export class PostgresInventory implements InventoryStore, StorageFeed {
+  constructor(
+    private readonly pool: Pool,
+    private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  catchUp(): Promise<void> {
+    return this.#locked(async (c) => {
+      const { rows } = await c.query<[number, string, string]>({ text: 'SELECT tenant, min(from_ts), array_agg(id) FROM inventory_outbox GROUP BY tenant', rowMode: 'array' });
+      for (const [tenant, from, ids] of rows) {
+        await this.#recompute(c, tenant, Number(from));
+        await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
+      }
+    });
+  }
+
+  rebuild(tenantId: number | null): Promise<void> {
+    return this.#locked(async (c) => {
+      for (const tenant of await this.#tenants(c, tenantId)) {
+        await c.query('DELETE FROM inventory WHERE tenant = $1', [tenant]);
+        await c.query('DELETE FROM inventory_hours WHERE tenant = $1', [tenant]);
+        await c.query('DELETE FROM inventory_outbox WHERE tenant = $1', [tenant]);
+        await this.#recompute(c, tenant, Number.MIN_SAFE_INTEGER);
+      }
+    });
+  }
+
+  async verify(tenantId: number | null): Promise<InventoryDifference[]> {
+    await this.catchUp();
+    return this.#locked(async (c) => {
+      const out: InventoryDifference[] = [];
+      for (const tenant of await this.#tenants(c, tenantId)) {
+        const { rows } = await c.query<EntryRow>({ text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1`, values: [tenant], rowMode: 'array' });
+        const hours = new Map<string, bigint[]>();
+        const h = await c.query<string[]>({
+          text: `SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.map((x) => `${x}::text`).join(', ')} FROM inventory_hours WHERE tenant = $1`,
+          values: [tenant],
+          rowMode: 'array',
+        });
+        for (const r of h.rows) {
+          const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
+          hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8).map((v) => BigInt(v)));
+        }
+        out.push(...compareInventory(tenant, await this.#events(c, tenant, Number.MIN_SAFE_INTEGER), rows.map(entryOf), hours));
+      }
+      return out;
+    });
+  }
+
+  async lag(): Promise<InventoryLag> {
+    const { rows } = await this.guarded(() =>
+      this.pool.query<[string, string]>({ text: 'SELECT count(*), coalesce(extract(epoch FROM now())::bigint - min(at), 0) FROM inventory_outbox', rowMode: 'array' }),
+    );
+    return { pending: Number(rows[0]![0]), oldestSeconds: Number(rows[0]![1]) };
+  }
+
+  async storage(tenantId: number, q: StorageStoreQuery): Promise<StorageWindowSums[]> {
+    await this.catchUp();
+    const where: string[] = [];
+    for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
+      const ids = await this.#filterIds(dimension, values);
+      if (ids.length === 0) return [];
+      where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
+    }
+    const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
+    const g = groups.map((c) => `, ${c}`).join('');
+    const filter = where.map((w) => ` AND ${w}`).join('');
+    const sql = `SELECT w.i - 1${g}, sum(u.bytes)::text, sum(u.tail)::text, sum(u.bytes * (w.e - u.hour - 1))::text, sum(u.objects)::text, sum(u.markers)::text,
+  sum(u.unknown)::text, sum(u.part_bytes)::text
+FROM unnest($2::integer[], $3::integer[]) WITH ORDINALITY AS w(s, e, i)
+JOIN inventory_hours u ON u.tenant = $1 AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
+GROUP BY w.i${g}
+UNION ALL
+SELECT -1${g}, sum(u.bytes)::text, '0', '0', sum(u.objects)::text, sum(u.markers)::text, sum(u.unknown)::text, sum(u.part_bytes)::text
+FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $4${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
+    const { rows } = await this.guarded(() =>
+      this.pool.query<(string | number | null)[]>({ text: sql, values: [tenantId, q.bounds.slice(0, -1), q.bounds.slice(1), q.bounds[0]], rowMode: 'array' }),
+    );
+    const n = q.groupBy.length;
+    const ids = new Set<number>();
+    for (const row of rows) {
+      q.groupBy.forEach((d, i) => {
+        if (d !== 'action') ids.add(Number(row[1 + i]));
+      });
+    }
+    const texts = await this.#texts([...ids]);
+    return rows
+      .filter((row) => row[1 + n] !== null)
+      .map((row) => ({
+        window: Number(row[0]),
+        values: q.groupBy.map((d, i) => (d === 'action' ? actionOf(Number(row[1 + i])) : (texts.get(Number(row[1 + i])) ?? null))),
+        sums: row.slice(1 + n).map((v) => BigInt(v as string)),
+      }));
+  }
+
+  async objects(tenantId: number, q: ObjectsStoreQuery): Promise<InventoryEntryRecord[]> {
+    await this.catchUp();
+    const [bucket] = await this.#ids([q.bucket]);
+    if (bucket === undefined) return [];
+    const params: unknown[] = [tenantId, bucket, q.at];
+    let where = '';
+    if (q.prefix !== undefined && q.prefix !== '') {
+      params.push(toPgText(q.prefix));
+      where += ` AND object_key >= $${params.length} AND starts_with(object_key, $${params.length})`;
+    }
+    if (q.after !== undefined) {
+      params.push(toPgText(q.after.objectKey));
+      where += ` AND object_key >= $${params.length}`;
+    }
+    if (q.customerId !== undefined) {
+      const [customer] = await this.#ids([q.customerId]);
+      if (customer === undefined) return [];
+      params.push(customer);
+      where += ` AND customer = $${params.length}`;
+    }
+    // Enough rows for the page in most cases; read again with more when keys repeat (versions, the cursor's key).
+    for (let want = q.limit * 2 + 10; ; want *= 4) {
+      const { rows } = await this.guarded(() =>
+        this.pool.query<EntryRow>({
+          text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = $2 AND kind IN (0, 1) AND started <= $3 AND (ended IS NULL OR ended > $3)${where}
+ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LIMIT ${want}`,
+          values: params,
+          rowMode: 'array',
+        }),
+      );
+      const decoded = rows.map((r) => [Number(r[0]), ...r.slice(1)] as unknown as EntryRow);
+      const after = q.after === undefined ? undefined : { ...q.after, objectKey: toPgText(q.after.objectKey) };
+      const picked: EntryRow[] = [];
+      pickEntries(decoded as unknown as [number, number, number, string | null][], { ...q, after }, (r) => {
+        picked.push(r as unknown as EntryRow);
+        return undefined as never;
+      });
+      if (picked.length >= q.limit || rows.length < want) return this.#records(picked);
+    }
+  }
+
+  async storageDeltas(tenantId: number, from: number, to: number): Promise<{ opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] }> {
+    await this.catchUp();
+    const cols = DIMS.join(', ');
+    const opening = await this.guarded(() =>
+      this.pool.query<(number | string)[]>({
+        text: `SELECT ${cols}, sum(bytes)::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols} HAVING sum(bytes) <> 0`,
+        values: [tenantId, Math.floor(from / 3600)],
+        rowMode: 'array',
+      }),
+    );
+    const rows = await this.guarded(() =>
+      this.pool.query<(number | string)[]>({
+        text: `SELECT hour, ${cols}, bytes::text, tail::text FROM inventory_hours WHERE tenant = $1 AND hour >= $2 AND hour < $3 AND (bytes <> 0 OR tail <> 0) ORDER BY hour`,
+        values: [tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)],
+        rowMode: 'array',
+      }),
+    );
+    const keyOf = await this.#keyMaker([...opening.rows.map((r) => r.slice(0, 7)), ...rows.rows.map((r) => r.slice(1, 8))]);
+    return {
+      opening: opening.rows.map((r) => ({ key: keyOf(r.slice(0, 7)), bytes: BigInt(r[7]!) })),
+      deltas: rows.rows.map((r) => ({ hour: Number(r[0]) * 3600, key: keyOf(r.slice(1, 8)), bytes: BigInt(r[8]!), tailByteSeconds: BigInt(r[9]!) })),
+    };
+  }
+
+  async storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): Promise<StorageInterval[]> {
+    await this.catchUp();
+    const params: unknown[] = [tenantId, to, from];
+    let where = '';
+    if (filter.buckets !== undefined) {
+      const ids = (await this.#ids(filter.buckets)).filter((id) => id !== undefined);
+      if (ids.length === 0) return [];
+      where += ` AND bucket IN (${ids.join(', ')})`;
+    }
+    if (filter.smallerThan !== undefined) {
+      params.push(filter.smallerThan.toString());
+      where += ` AND size IS NOT NULL AND size < $${params.length}`;
+    }
+    if (filter.endedYoungerThan !== undefined) {
+      params.push(filter.endedYoungerThan);
+      where += ` AND ended IS NOT NULL AND ended >= $3 AND ended < $2 AND ended - started < $${params.length}`;
+    }
+    const { rows } = await this.guarded(() =>
+      this.pool.query<EntryRow>({
+        text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND kind <> 3 AND started < $2 AND (ended IS NULL OR ended > $3)${where}`,
+        values: params,
+        rowMode: 'array',
+      }),
+    );
+    const keyOf = await this.#keyMaker(rows.map((r) => [r[11], r[2], r[12], r[13], r[14], r[15], r[10]]));
+    return rows.map((r) => {
+      const e = entryOf(r);
+      return {
+        kind: e.kind as StorageInterval['kind'],
+        key: keyOf([r[11], r[2], r[12], r[13], r[14], r[15], r[10]]),
+        objectKey: e.objectKey === null ? '' : fromPgText(e.objectKey),
+        versionId: e.versionId === null ? null : fromPgText(e.versionId),
+        size: e.size,
+        start: e.start,
+        end: e.end,
+        createdBy: e.createdBy,
+        endedBy: e.endedBy,
+      };
+    });
+  }
+
+  /** One at a time across every node: a session advisory lock, then one REPEATABLE READ transaction (its snapshot taken after the lock). */
+  async #locked<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    return this.guarded(async () => {
+      const c = await this.pool.connect();
+      let broken = false;
+      try {
+        await c.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LOCK_INVENTORY]);
+        try {
+          await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+          const result = await work(c);
+          await c.query('COMMIT');
+          return result;
+        } catch (err) {
+          await c.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+          throw err;
+        } finally {
+          await c.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCK_INVENTORY]).catch(() => {
+            broken = true;
+          });
+        }
+      } catch (err) {
+        broken = true;
+        throw err;
+      } finally {
+        // A session that may still hold the lock is closed, which releases it.
+        c.release(broken);
+      }
+    });
+  }
+
+  async #tenants(c: PoolClient, tenantId: number | null): Promise<number[]> {
+    if (tenantId !== null) return [tenantId];
+    const { rows } = await c.query<{ id: number }>('SELECT id FROM tenants');
+    return rows.map((r) => r.id);
+  }
+
+  async #events(c: PoolClient, tenant: number, from: number): Promise<TimelineEvent[]> {
+    const { rows } = await c.query<EventRow>({ text: EVENTS_SQL, values: [tenant, from], rowMode: 'array' });
+    const sourceBuckets = new Set<string>();
+    const events = rows.map((r) => {
+      const e: TimelineEvent = {
+        ts: Number(r[1]),
+        action: actionOf(r[2]),
+        eventId: r[14] === null ? serverEventId(BigInt(r[0])) : fromPgText(r[14]),
+        bucket: String(r[8]),
+        attribution: attribution(r[3], r[4], r[5], r[6], r[7]),
+        ...restFields(r[15]),
+      };
+      // Strings as the events table stores them (toPgText), so rest fields compare with columns.
+      if (r[9] !== null) e.objectKey = r[9];
+      if (r[10] !== null) e.versionId = r[10];
+      if (r[11] !== null) e.uploadId = r[11];
+      if (r[12] !== null) e.bytes = Number(r[12]);
+      if (r[13] !== null) e.partNumber = r[13];
+      e.hardDeletedVersionId = enc(e.hardDeletedVersionId);
+      e.resultingDeleteMarkerVersionId = enc(e.resultingDeleteMarkerVersionId);
+      if (e.hardDeletedVersionId === undefined) delete e.hardDeletedVersionId;
+      if (e.resultingDeleteMarkerVersionId === undefined) delete e.resultingDeleteMarkerVersionId;
+      if (e.deletedObjects !== undefined) {
+        e.deletedObjects = e.deletedObjects.map((d) => ({
+          objectKey: toPgText(d.objectKey),
+          ...(d.hardDeletedVersionId === undefined ? {} : { hardDeletedVersionId: toPgText(d.hardDeletedVersionId) }),
+          ...(d.resultingDeleteMarkerVersionId === undefined ? {} : { resultingDeleteMarkerVersionId: toPgText(d.resultingDeleteMarkerVersionId) }),
+        }));
+      }
+      if (e.copySource !== undefined) sourceBuckets.add(e.copySource.bucket);
+      return e;
+    });
+    if (sourceBuckets.size > 0) {
+      const names = [...sourceBuckets];
+      const ids = await this.#ids(names, c);
+      const byName = new Map(names.map((name, i) => [name, ids[i] === undefined ? `?${name}` : String(ids[i])]));
+      for (const e of events) {
+        if (e.copySource === undefined) continue;
+        const s = e.copySource;
+        e.copySource = { bucket: byName.get(s.bucket)!, objectKey: toPgText(s.objectKey), ...(s.versionId === undefined ? {} : { versionId: toPgText(s.versionId) }) };
+      }
+    }
+    return events;
+  }
+
+  async #recompute(c: PoolClient, tenant: number, from: number): Promise<void> {
+    const q = async (text: string, values: unknown[]) => (await c.query<EntryRow>({ text, values, rowMode: 'array' })).rows;
+    const deltas = new Deltas();
+    for (const row of await q(`DELETE FROM inventory WHERE tenant = $1 AND started >= $2 RETURNING ${ENTRY_COLUMNS}`, [tenant, from])) {
+      deltas.entry(entryOf(row), -1n);
+    }
+    const alive = new Map<number, Entry>();
+    for (const row of await q(
+      `UPDATE inventory i SET ended = NULL, ended_by = NULL FROM inventory o WHERE o.id = i.id AND i.tenant = $1 AND i.ended >= $2
+       RETURNING ${ENTRY_COLUMNS.split(', ').map((col) => `o.${col}`).join(', ')}`,
+      [tenant, from],
+    )) {
+      const entry = entryOf(row);
+      deltas.add(entry, entry.end!, 1n);
+      entry.end = null;
+      entry.endedBy = null;
+      alive.set(entry.id!, entry);
+    }
+    const events = await this.#events(c, tenant, from);
+    const t = touched(events);
+    const load = (rows: EntryRow[]) => {
+      for (const row of rows) if (!alive.has(Number(row[0]))) alive.set(Number(row[0]), entryOf(row));
+    };
+    const pairs = (set: Set<string>) => {
+      const a: number[] = [];
+      const b: string[] = [];
+      for (const key of set) {
+        const [bucket, name] = splitKey(key);
+        if (bucket.startsWith('?')) continue;
+        a.push(Number(bucket));
+        b.push(name);
+      }
+      return [a, b] as const;
+    };
+    const [kb, kk] = pairs(t.keys);
+    if (kb.length > 0) {
+      load(await q(`SELECT ${ENTRY_COLUMNS} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, o) ON i.bucket = k.b AND i.object_key = k.o
+        WHERE i.tenant = $1 AND i.ended IS NULL`.replace(`SELECT ${ENTRY_COLUMNS}`, `SELECT ${ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ')}`), [tenant, kb, kk]));
+    }
+    const [ub, uu] = pairs(t.uploads);
+    if (ub.length > 0) {
+      load(await q(`SELECT ${ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ')} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u)
+        ON i.bucket = k.b AND i.upload_id = k.u WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.ended IS NULL`, [tenant, ub, uu]));
+    }
+    if (t.buckets.size > 0) {
+      load(await q(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = ANY($2::integer[]) AND ended IS NULL`, [tenant, [...t.buckets].map(Number)]));
+    }
+    const { ended, made } = replay([...alive.values()], events);
+    if (ended.length > 0) {
+      await c.query('UPDATE inventory i SET ended = u.e, ended_by = u.b FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, e, b) WHERE i.id = u.id', [
+        ended.map((e) => e.id),
+        ended.map((e) => e.end),
+        ended.map((e) => e.endedBy),
+      ]);
+      for (const e of ended) deltas.add(e, e.end!, -1n);
+    }
+    if (made.length > 0) {
+      const col = <T>(f: (e: Entry) => T) => made.map(f);
+      await c.query(
+        `INSERT INTO inventory (kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by)
+         SELECT * FROM unnest($1::smallint[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::text[], $10::smallint[],
+           $11::integer[], $12::integer[], $13::integer[], $14::integer[], $15::integer[], $16::bigint[], $17::text[])`.replace('INSERT INTO inventory (', `INSERT INTO inventory (tenant, `).replace('SELECT * FROM', `SELECT ${tenant}, * FROM`),
+        [
+          col((e) => KIND_CODE[e.kind]),
+          col((e) => Number(e.bucket)),
+          col((e) => e.objectKey),
+          col((e) => e.versionId),
+          col((e) => e.uploadId),
+          col((e) => e.partNumber),
+          col((e) => e.size?.toString() ?? null),
+          col((e) => e.start),
+          col((e) => e.createdBy),
+          col((e) => KINDS[e.action].code),
+          col((e) => e.attribution.provider),
+          col((e) => e.attribution.customer),
+          col((e) => e.attribution.feature),
+          col((e) => e.attribution.clientType),
+          col((e) => e.attribution.clientId),
+          col((e) => e.end),
+          col((e) => e.endedBy),
+        ],
+      );
+      for (const e of made) deltas.entry(e, 1n);
+    }
+    const rows = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n));
+    if (rows.length > 0) {
+      const arr = (f: (r: (typeof rows)[number]) => unknown) => rows.map(f);
+      await c.query(
+        `INSERT INTO inventory_hours (tenant, hour, ${DIMS.join(', ')}, ${DELTA_COLUMNS.join(', ')})
+         SELECT $1, * FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::integer[], $6::integer[], $7::integer[], $8::integer[], $9::integer[],
+           $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[])
+         ON CONFLICT (tenant, hour, ${DIMS.join(', ')}) DO UPDATE SET ${DELTA_COLUMNS.map((x) => `${x} = inventory_hours.${x} + excluded.${x}`).join(', ')}`,
+        [
+          tenant,
+          arr((r) => r.hour / 3600),
+          arr((r) => r.attribution.provider),
+          arr((r) => Number(r.bucket)),
+          arr((r) => r.attribution.customer),
+          arr((r) => r.attribution.feature),
+          arr((r) => r.attribution.clientType),
+          arr((r) => r.attribution.clientId),
+          arr((r) => KINDS[r.action].code),
+          ...[0, 1, 2, 3, 4, 5].map((i) => arr((r) => r.values[i]!.toString())),
+        ],
+      );
+    }
+  }
+
+  /** Dictionary ids of plain values (undefined where absent). */
+  async #ids(values: string[], c?: PoolClient): Promise<(number | undefined)[]> {
+    const encoded = values.map(toPgText);
+    const run = () => (c ?? this.pool).query<{ id: number; value: string }>('SELECT id, value FROM dict WHERE value = ANY($1::text[])', [encoded]);
+    const { rows } = c === undefined ? await this.guarded(run) : await run();
+    const byValue = new Map(rows.map((r) => [r.value, r.id]));
+    return encoded.map((v) => byValue.get(v));
+  }
+
+  async #texts(ids: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    const wanted = ids.filter((id) => id !== 0);
+    if (wanted.length === 0) return out;
+    const { rows } = await this.guarded(() => this.pool.query<{ id: number; value: string }>('SELECT id, value FROM dict WHERE id = ANY($1::integer[])', [wanted]));
+    for (const r of rows) out.set(r.id, fromPgText(r.value));
+    return out;
+  }
+
+  /** [provider, bucket, customer, feature, client_type, client_id, action] id rows → StorageKey maker. */
+  async #keyMaker(rows: unknown[][]): Promise<(ids: unknown[]) => StorageKey> {
+    const ids = new Set<number>();
+    for (const r of rows) for (let i = 0; i < 6; i++) ids.add(Number(r[i]));
+    const texts = await this.#texts([...ids]);
+    const v = (id: unknown) => texts.get(Number(id)) ?? null;
+    return (r) => ({ provider: v(r[0]), bucket: v(r[1]), customerId: v(r[2]), featureId: v(r[3]), clientType: v(r[4]), clientId: v(r[5]), action: actionOf(Number(r[6])) });
+  }
+
+  async #records(rows: EntryRow[]): Promise<InventoryEntryRecord[]> {
+    const ids = new Set<number>();
+    for (const r of rows) for (const i of [11, 12, 13, 14, 15]) ids.add(r[i] as number);
+    const texts = await this.#texts([...ids]);
+    const v = (id: number) => texts.get(id) ?? null;
+    return rows.map((r) => ({
+      id: Number(r[0]),
+      objectKey: fromPgText(r[3]!),
+      versionId: r[4] === null ? null : fromPgText(r[4]),
+      deleteMarker: r[1] === KIND_CODE.marker,
+      size: r[7] === null ? null : BigInt(r[7]),
+      created: {
+        at: Number(r[8]),
+        eventId: r[9],
+        action: actionOf(r[10]) as ActionName,
+        provider: v(r[11]),
+        customerId: v(r[12]),
+        featureId: v(r[13]),
+        clientType: v(r[14]),
+        clientId: v(r[15]),
+      },
+      ended: r[16] === null ? null : { at: Number(r[16]), eventId: r[17]! },
+    }));
+  }
+
+  async #filterIds(dimension: Dimension, values: string[]): Promise<number[]> {
+    if (dimension === 'action') return values.filter((v): v is ActionName => Object.hasOwn(KINDS, v)).map((name) => KINDS[name].code);
+    const ids: number[] = values.includes('') ? [0] : [];
+    for (const id of await this.#ids(values.filter((v) => v !== ''))) if (id !== undefined) ids.push(id);
+    return ids;
+  }
+}

@@ -1,0 +1,432 @@
+/**
+ * SQLite's object inventory. The writer adds one outbox row per tenant to each event transaction (the
+ * earliest timestamp it stored); catchUp, on the writer thread between commits, replays each pending
+ * tenant's events from that timestamp over the entries alive before it (inventory/timeline.ts) and
+ * moves the per-hour deltas by what changed. Reads (InventoryReader) run on reader threads.
+ */
+import type { Statement } from 'better-sqlite3';
+import { KINDS } from '../../events/catalogue.js';
+import type { ActionName } from '../../events/catalogue.js';
+import { Deltas, deltaKey, replay, splitKey, touched } from '../../inventory/timeline.js';
+import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
+import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
+import { DIMENSION_COLUMN } from '../../usage/shapes.js';
+import type { Dimension } from '../../usage/shapes.js';
+import { serverEventId } from '../types.js';
+import type {
+  InventoryDifference, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey, StorageStoreQuery,
+  StorageWindowSums,
+} from '../types.js';
+import type { Connection } from './connection.js';
+
+const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'];
+const DIMS = ['provider', 'bucket', 'customer', 'feature', 'client_type', 'client_id', 'action'];
+
+/** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
+export const INVENTORY_MIGRATION_SQL = `
+CREATE TABLE inventory (
+  id INTEGER PRIMARY KEY,
+  tenant INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  bucket INTEGER NOT NULL,
+  object_key TEXT,
+  version_id TEXT,
+  upload_id TEXT,
+  part_number INTEGER,
+  size INTEGER,
+  started INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  action INTEGER NOT NULL,
+  provider INTEGER NOT NULL,
+  customer INTEGER NOT NULL,
+  feature INTEGER NOT NULL,
+  client_type INTEGER NOT NULL,
+  client_id INTEGER NOT NULL,
+  ended INTEGER,
+  ended_by TEXT
+) STRICT;
+-- Listing and live lookups by key; replays from a time; reopening what ended after it; live parts.
+CREATE INDEX inventory_key ON inventory (tenant, bucket, object_key, started);
+CREATE INDEX inventory_started ON inventory (tenant, started);
+CREATE INDEX inventory_ended ON inventory (tenant, ended) WHERE ended IS NOT NULL;
+CREATE INDEX inventory_upload ON inventory (tenant, bucket, upload_id) WHERE upload_id IS NOT NULL AND ended IS NULL;
+CREATE INDEX inventory_live_bucket ON inventory (tenant, bucket) WHERE ended IS NULL;
+
+CREATE TABLE inventory_hours (
+  tenant INTEGER NOT NULL,
+  hour INTEGER NOT NULL,
+  ${DIMS.map((d) => `${d} INTEGER NOT NULL`).join(',\n  ')},
+  ${DELTA_COLUMNS.map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (tenant, hour, ${DIMS.join(', ')})
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE inventory_outbox (
+  id INTEGER PRIMARY KEY,
+  tenant INTEGER NOT NULL,
+  from_ts INTEGER NOT NULL,
+  at INTEGER NOT NULL
+) STRICT;
+INSERT INTO inventory_outbox (tenant, from_ts, at) SELECT tenant, min(timestamp), unixepoch() FROM events GROUP BY tenant;
+`;
+
+/** The writer's hook: the tenants and earliest timestamps of a transaction's events (seqs after ?1 up to ?2). */
+export const OUTBOX_FROM_SEQS = `INSERT INTO inventory_outbox (tenant, from_ts, at)
+SELECT tenant, min(timestamp), unixepoch() FROM events WHERE seq > ? AND seq <= ? AND action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant`;
+
+const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
+type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
+
+function entryOf(r: EntryRow): Entry {
+  return {
+    id: r[0],
+    kind: kindOf(r[1]),
+    bucket: String(r[2]),
+    objectKey: r[3],
+    versionId: r[4],
+    uploadId: r[5],
+    partNumber: r[6],
+    size: r[7] === null ? null : BigInt(r[7]),
+    start: r[8],
+    createdBy: r[9],
+    action: actionOf(r[10]),
+    attribution: attribution(r[11], r[12], r[13], r[14], r[15]),
+    end: r[16],
+    endedBy: r[17],
+  };
+}
+
+const EVENTS_SQL = `SELECT e.seq, e.tseq, e.timestamp, e.action, e.provider, coalesce(e.customer, 0), coalesce(e.feature, 0), coalesce(e.client_type, 0),
+  coalesce(e.client_id, 0), e.bucket, k.value, e.version_id, e.upload_id, e.bytes, e.part_number, e.event_id, e.rest
+FROM events e LEFT JOIN object_keys k ON k.id = e.object_key
+WHERE e.tenant = ? AND e.timestamp >= ? AND e.action IN (${INVENTORY_ACTION_CODES.join(', ')})`;
+
+type EventRow = [number, number | null, number, number, number, number, number, number, number, number | null, string | null, string | null, string | null, number | null, number | null, string | null, string | null];
+
+/** The writer thread's side: catch-up, rebuild and verify, each one transaction. */
+export class InventoryWriter {
+  readonly #s;
+
+  constructor(db: Connection) {
+    this.#s = {
+      pending: db.prepare('SELECT tenant, min(from_ts), max(id) FROM inventory_outbox GROUP BY tenant').raw(true),
+      done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
+      events: db.prepare(EVENTS_SQL).raw(true),
+      dictId: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
+      after: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND started >= ?`).raw(true),
+      deleteAfter: db.prepare('DELETE FROM inventory WHERE tenant = ? AND started >= ?'),
+      reopen: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND ended >= ?`).raw(true),
+      reopenSet: db.prepare('UPDATE inventory SET ended = NULL, ended_by = NULL WHERE tenant = ? AND ended >= ?'),
+      atKey: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND object_key = ? AND ended IS NULL`).raw(true),
+      atUpload: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND ended IS NULL`).raw(true),
+      atBucket: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND ended IS NULL`).raw(true),
+      end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
+      insert: db.prepare(`INSERT INTO inventory (tenant, ${ENTRY_COLUMNS.slice(4)}) VALUES (${ENTRY_COLUMNS.split(',').map(() => '?').join(', ')})`),
+      delta: db.prepare(`INSERT INTO inventory_hours (${DIMS.join(', ')}, ${DELTA_COLUMNS.join(', ')}, tenant, hour)
+        VALUES (${[...DIMS, ...DELTA_COLUMNS, 'tenant', 'hour'].map(() => '?').join(', ')})
+        ON CONFLICT DO UPDATE SET ${DELTA_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
+      clear: db.prepare('DELETE FROM inventory WHERE tenant = ?'),
+      clearHours: db.prepare('DELETE FROM inventory_hours WHERE tenant = ?'),
+      clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
+      tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
+      all: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ?`).raw(true),
+      hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
+    };
+  }
+
+  /** Applies every pending outbox row. The caller runs it in a transaction. */
+  catchUp(): void {
+    for (const [tenant, from, maxId] of this.#s.pending.all() as [number, number, number][]) {
+      this.#recompute(tenant, from);
+      this.#s.done.run(tenant, maxId);
+    }
+  }
+
+  /** Everything of the tenants again from their events. The caller runs it in a transaction. */
+  rebuild(tenantId: number | null): void {
+    const tenants = tenantId === null ? (this.#s.tenants.all() as number[]) : [tenantId];
+    for (const tenant of tenants) {
+      this.#s.clear.run(tenant);
+      this.#s.clearHours.run(tenant);
+      this.#s.clearOutbox.run(tenant);
+      this.#recompute(tenant, Number.MIN_SAFE_INTEGER);
+    }
+  }
+
+  verify(tenantId: number | null): InventoryDifference[] {
+    const tenants = tenantId === null ? (this.#s.tenants.all() as number[]) : [tenantId];
+    const out: InventoryDifference[] = [];
+    for (const tenant of tenants) {
+      const stored = (this.#s.all.all(tenant) as EntryRow[]).map(entryOf);
+      const hours = new Map<string, bigint[]>();
+      for (const r of this.#s.hours.safeIntegers(true).all(tenant) as bigint[][]) {
+        const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
+        hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
+      }
+      out.push(...compareInventory(tenant, this.#events(tenant, Number.MIN_SAFE_INTEGER), stored, hours));
+    }
+    return out;
+  }
+
+  #events(tenant: number, from: number): TimelineEvent[] {
+    const buckets = new Map<string, string>();
+    const bucketId = (name: string) => {
+      let id = buckets.get(name);
+      if (id === undefined) {
+        const found = this.#s.dictId.get(name) as number | undefined;
+        // A bucket never stored matches no entry.
+        id = found === undefined ? `?${name}` : String(found);
+        buckets.set(name, id);
+      }
+      return id;
+    };
+    return (this.#s.events.all(tenant, from) as EventRow[]).map((r) => {
+      const e: TimelineEvent = {
+        ts: r[2],
+        action: actionOf(r[3]),
+        eventId: r[15] ?? serverEventId(r[1] ?? r[0]),
+        bucket: String(r[9]),
+        attribution: attribution(r[4], r[5], r[6], r[7], r[8]),
+        ...restFields(r[16]),
+      };
+      if (r[10] !== null) e.objectKey = r[10];
+      if (r[11] !== null) e.versionId = r[11];
+      if (r[12] !== null) e.uploadId = r[12];
+      if (r[13] !== null) e.bytes = r[13];
+      if (r[14] !== null) e.partNumber = r[14];
+      if (e.copySource !== undefined) e.copySource = { ...e.copySource, bucket: bucketId(e.copySource.bucket) };
+      return e;
+    });
+  }
+
+  /** Replays the tenant from `from`: entries made at or after it go, entries ended at or after it reopen, then the events redo both. */
+  #recompute(tenant: number, from: number): void {
+    const s = this.#s;
+    const deltas = new Deltas();
+    for (const row of s.after.all(tenant, from) as EntryRow[]) deltas.entry(entryOf(row), -1n);
+    s.deleteAfter.run(tenant, from);
+    const alive = new Map<number, Entry>();
+    for (const row of s.reopen.all(tenant, from) as EntryRow[]) {
+      const entry = entryOf(row);
+      deltas.add(entry, entry.end!, 1n);
+      entry.end = null;
+      entry.endedBy = null;
+      alive.set(entry.id!, entry);
+    }
+    s.reopenSet.run(tenant, from);
+    const events = this.#events(tenant, from);
+    const t = touched(events);
+    const load = (rows: EntryRow[]) => {
+      for (const row of rows) if (!alive.has(row[0])) alive.set(row[0], entryOf(row));
+    };
+    for (const key of t.keys) {
+      const [bucket, objectKey] = splitKey(key);
+      if (!bucket.startsWith('?')) load(s.atKey.all(tenant, Number(bucket), objectKey) as EntryRow[]);
+    }
+    for (const key of t.uploads) {
+      const [bucket, uploadId] = splitKey(key);
+      load(s.atUpload.all(tenant, Number(bucket), uploadId) as EntryRow[]);
+    }
+    for (const bucket of t.buckets) load(s.atBucket.all(tenant, Number(bucket)) as EntryRow[]);
+    const { ended, made } = replay([...alive.values()], events);
+    for (const entry of ended) {
+      s.end.run(entry.end, entry.endedBy, entry.id);
+      deltas.add(entry, entry.end!, -1n);
+    }
+    for (const e of made) {
+      const a = e.attribution;
+      s.insert.run(tenant, KIND_CODE[e.kind], Number(e.bucket), e.objectKey, e.versionId, e.uploadId, e.partNumber, e.size, e.start, e.createdBy, KINDS[e.action].code,
+        a.provider, a.customer, a.feature, a.clientType, a.clientId, e.end, e.endedBy);
+      deltas.entry(e, 1n);
+    }
+    for (const row of deltas.rows.values()) {
+      if (row.values.every((v) => v === 0n)) continue;
+      const a = row.attribution;
+      s.delta.run(a.provider, Number(row.bucket), a.customer, a.feature, a.clientType, a.clientId, KINDS[row.action].code, ...row.values, tenant, row.hour / 3600);
+    }
+  }
+}
+
+const STATEMENT_CACHE = 100;
+
+/** The reads: storage sums, object listings, lag, and the cost feed; on a reader thread. */
+export class InventoryReader {
+  readonly #statements = new Map<string, Statement>();
+  readonly #dict = new Map<number, string>();
+
+  constructor(private readonly db: Connection) {}
+
+  lag(): InventoryLag {
+    const [pending, oldest] = this.#prepare('SELECT count(*), coalesce(unixepoch() - min(at), 0) FROM inventory_outbox').raw(true).get() as [number, number];
+    return { pending, oldestSeconds: oldest };
+  }
+
+  storage(tenantId: number, q: StorageStoreQuery): StorageWindowSums[] {
+    const where: string[] = [];
+    for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
+      const ids = this.#filterIds(dimension, values);
+      if (ids.length === 0) return [];
+      where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
+    }
+    const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
+    const filter = where.map((w) => ` AND ${w}`).join('');
+    const g = groups.map((c) => `, ${c}`).join('');
+    const sums = `sum(u.bytes), sum(u.tail), sum(u.bytes * (w.e - u.hour - 1)), sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)`;
+    const windows = JSON.stringify(q.bounds.slice(0, -1).map((start, i) => [start, q.bounds[i + 1]]));
+    const inWindows = this.#prepare(`WITH w(i, s, e) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(?))
+SELECT w.i${g}, ${sums} FROM w CROSS JOIN inventory_hours u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
+GROUP BY w.i${g}`).raw(true).safeIntegers(true).all(windows, tenantId) as bigint[][];
+    const opening = this.#prepare(`SELECT -1${g}, sum(u.bytes), 0, 0, sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)
+FROM inventory_hours u WHERE u.tenant = ? AND u.hour < ?${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`).raw(true).safeIntegers(true).all(tenantId, q.bounds[0]) as bigint[][];
+    const n = q.groupBy.length;
+    return [...opening, ...inWindows]
+      .filter((row) => row[1 + n] !== null)
+      .map((row) => ({
+        window: Number(row[0]),
+        values: q.groupBy.map((d, i) => this.#value(d, Number(row[1 + i]))),
+        sums: row.slice(1 + n),
+      }));
+  }
+
+  objects(tenantId: number, q: ObjectsStoreQuery): InventoryEntryRecord[] {
+    const bucket = this.#dictId(q.bucket);
+    if (bucket === undefined) return [];
+    const params: unknown[] = [tenantId, bucket, q.at, q.at];
+    let where = '';
+    if (q.prefix !== undefined && q.prefix !== '') {
+      where += ' AND object_key >= ? AND substr(object_key, 1, ?) = ?';
+      params.push(q.prefix, q.prefix.length, q.prefix);
+    }
+    if (q.after !== undefined) {
+      where += ' AND object_key >= ?';
+      params.push(q.after.objectKey);
+    }
+    if (q.customerId !== undefined) {
+      const customer = this.#dictId(q.customerId);
+      if (customer === undefined) return [];
+      where += ' AND customer = ?';
+      params.push(customer);
+    }
+    const sql = `SELECT ${ENTRY_COLUMNS} FROM inventory INDEXED BY inventory_key
+WHERE tenant = ? AND bucket = ? AND kind IN (0, 1) AND started <= ? AND (ended IS NULL OR ended > ?)${where}
+ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
+    return pickEntries(this.#prepare(sql).raw(true).safeIntegers(false).iterate(...params) as Iterable<EntryRow>, q, (row) => this.#record(row));
+  }
+
+  storageDeltas(tenantId: number, from: number, to: number): { opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] } {
+    const cols = `provider, bucket, customer, feature, client_type, client_id, action`;
+    const opening = this.#prepare(`SELECT ${cols}, sum(bytes) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols} HAVING sum(bytes) <> 0`)
+      .raw(true)
+      .safeIntegers(true)
+      .all(tenantId, Math.floor(from / 3600)) as bigint[][];
+    const rows = this.#prepare(`SELECT hour, ${cols}, bytes, tail FROM inventory_hours WHERE tenant = ? AND hour >= ? AND hour < ? AND (bytes <> 0 OR tail <> 0) ORDER BY hour`)
+      .raw(true)
+      .safeIntegers(true)
+      .all(tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)) as bigint[][];
+    return {
+      opening: opening.map((r) => ({ key: this.#storageKey(r.slice(0, 7)), bytes: r[7]! })),
+      deltas: rows.map((r) => ({ hour: Number(r[0]) * 3600, key: this.#storageKey(r.slice(1, 8)), bytes: r[8]!, tailByteSeconds: r[9]! })),
+    };
+  }
+
+  storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): StorageInterval[] {
+    const params: unknown[] = [tenantId, to, from];
+    let where = '';
+    if (filter.buckets !== undefined) {
+      const ids = filter.buckets.map((b) => this.#dictId(b)).filter((id) => id !== undefined);
+      if (ids.length === 0) return [];
+      where += ` AND bucket IN (${ids.join(', ')})`;
+    }
+    if (filter.smallerThan !== undefined) {
+      where += ' AND size IS NOT NULL AND size < ?';
+      params.push(filter.smallerThan);
+    }
+    if (filter.endedYoungerThan !== undefined) {
+      where += ' AND ended IS NOT NULL AND ended >= ? AND ended < ? AND ended - started < ?';
+      params.push(from, to, filter.endedYoungerThan);
+    }
+    const rows = this.#prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND kind <> 3 AND started < ? AND (ended IS NULL OR ended > ?)${where}`)
+      .raw(true)
+      .all(...params) as EntryRow[];
+    return rows.map((r) => {
+      const e = entryOf(r);
+      return {
+        kind: e.kind as StorageInterval['kind'],
+        key: this.#storageKey([r[11], r[2], r[12], r[13], r[14], r[15], r[10]]),
+        objectKey: e.objectKey ?? '',
+        versionId: e.versionId,
+        size: e.size,
+        start: e.start,
+        end: e.end,
+        createdBy: e.createdBy,
+        endedBy: e.endedBy,
+      };
+    });
+  }
+
+  /** [provider, bucket, customer, feature, client_type, client_id, action] ids as a StorageKey. */
+  #storageKey(ids: (number | bigint)[]): StorageKey {
+    const v = (i: number) => this.#text(Number(ids[i]));
+    return { provider: v(0), bucket: v(1), customerId: v(2), featureId: v(3), clientType: v(4), clientId: v(5), action: actionOf(Number(ids[6])) };
+  }
+
+  #record(r: EntryRow): InventoryEntryRecord {
+    return {
+      id: r[0],
+      objectKey: r[3]!,
+      versionId: r[4],
+      deleteMarker: r[1] === KIND_CODE.marker,
+      size: r[7] === null ? null : BigInt(r[7]),
+      created: {
+        at: r[8],
+        eventId: r[9],
+        action: actionOf(r[10]),
+        provider: this.#text(r[11]),
+        customerId: this.#text(r[12]),
+        featureId: this.#text(r[13]),
+        clientType: this.#text(r[14]),
+        clientId: this.#text(r[15]),
+      },
+      ended: r[16] === null ? null : { at: r[16], eventId: r[17]! },
+    };
+  }
+
+  #value(d: Dimension, id: number): string | null {
+    if (d === 'action') return actionOf(id);
+    return this.#text(id);
+  }
+
+  #text(id: number): string | null {
+    if (id === 0) return null;
+    let value = this.#dict.get(id);
+    if (value === undefined) {
+      value = this.#prepare('SELECT value FROM dict WHERE id = ?').pluck().get(id) as string;
+      this.#dict.set(id, value);
+    }
+    return value;
+  }
+
+  #dictId(value: string): number | undefined {
+    return this.#prepare('SELECT id FROM dict WHERE value = ?').pluck().get(value) as number | undefined;
+  }
+
+  #filterIds(dimension: Dimension, values: string[]): number[] {
+    if (dimension === 'action') return values.filter((v): v is ActionName => Object.hasOwn(KINDS, v)).map((name) => KINDS[name].code);
+    const ids = values.includes('') ? [0] : [];
+    for (const v of values) {
+      if (v === '') continue;
+      const id = this.#dictId(v);
+      if (id !== undefined) ids.push(id);
+    }
+    return ids;
+  }
+
+  #prepare(sql: string): Statement {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      if (this.#statements.size >= STATEMENT_CACHE) this.#statements.delete(this.#statements.keys().next().value!);
+      statement = this.db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+}

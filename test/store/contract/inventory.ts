@@ -1,0 +1,198 @@
+/**
+ * The InventoryStore and StorageFeed ports' contract: generated histories (versioned and unversioned
+ * buckets, multipart uploads, copies, deletes, forced bucket deletes) delivered shuffled, in batches,
+ * with resent duplicates and a late part, compared with the reference model (test/inventory/reference.ts)
+ * for every storage measure at several windows, every object listing at several instants, and the
+ * cost feed's deltas; then verify finds nothing and rebuild changes nothing.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import type { NormalizedEvent } from '../../../src/events/catalogue.js';
+import { foldStorage } from '../../../src/inventory/measures.js';
+import type { InventoryStore, KeyStore, StorageFeed, EventLog } from '../../../src/store/types.js';
+import { measures, simulate } from '../../inventory/reference.js';
+import type { Life, RefEvent } from '../../inventory/reference.js';
+
+export interface OpenedInventoryStore {
+  store: EventLog & { keys: KeyStore; inventory: InventoryStore; storageFeed: StorageFeed };
+  cleanup(): Promise<void>;
+}
+
+/** 2024-05-01T00:00:00Z. */
+const T0 = 1_714_521_600;
+const H0 = T0 / 3600;
+const KEYS = ['a', 'b', 'c/d'];
+const VERSIONS = ['v1', 'v2', 'v3', 'v4'];
+const UPLOADS = ['u1', 'u2'];
+/** b1 is versioned (events carry version ids), b2 is not. */
+const BUCKETS = ['b1', 'b2'];
+
+type Op = Omit<RefEvent, 'eventId' | 'provider'>;
+
+const when = fc.oneof(fc.integer({ min: 0, max: 6 * 3600 }), fc.integer({ min: 0, max: 8 }).map((s) => 3600 + s)).map((s) => T0 + s);
+const key = fc.constantFrom(...KEYS);
+const bucket = fc.constantFrom(...BUCKETS);
+const customer = fc.option(fc.constantFrom('c1', 'c2'), { nil: undefined });
+const versionFor = (b: string) => (b === 'b1' ? fc.constantFrom(...VERSIONS) : fc.constant(undefined));
+const source = fc.record({ bucket, objectKey: key, versionId: fc.option(fc.constantFrom(...VERSIONS), { nil: undefined }) }).map((s) => {
+  const out: RefEvent['copySource'] = { bucket: s.bucket, objectKey: s.objectKey };
+  if (s.versionId !== undefined) out.versionId = s.versionId;
+  return out;
+});
+const bytes = fc.integer({ min: 1, max: 5_000_000 });
+
+const opArb: fc.Arbitrary<Op> = fc.tuple(bucket, when, customer).chain(([b, timestamp, customerId]) => {
+  const base = { bucket: b, timestamp, ...(customerId === undefined ? {} : { customerId }) };
+  const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+  return fc.oneof(
+    { weight: 5, arbitrary: fc.record({ k: key, v: versionFor(b), n: bytes, post: fc.boolean() }).map(({ k, v, n, post }) => strip({ ...base, action: post ? 'PostObject' : 'PutObject', objectKey: k, versionId: v, bytes: n })) },
+    { weight: 2, arbitrary: fc.record({ k: key, v: versionFor(b), s: fc.option(source, { nil: undefined }) }).map(({ k, v, s }) => strip({ ...base, action: 'CopyObject', objectKey: k, versionId: v, copySource: s })) },
+    { weight: 2, arbitrary: fc.record({ k: key, u: fc.constantFrom(...UPLOADS) }).map(({ k, u }) => ({ ...base, action: 'CreateMultipartUpload', objectKey: k, uploadId: u })) },
+    {
+      weight: 3,
+      arbitrary: fc.record({ u: fc.constantFrom(...UPLOADS), p: fc.integer({ min: 1, max: 3 }), n: bytes, copy: fc.boolean(), s: source }).map(({ u, p, n, copy, s }) =>
+        copy ? { ...base, action: 'UploadPartCopy', uploadId: u, partNumber: p, copySource: s } : { ...base, action: 'UploadPart', uploadId: u, partNumber: p, bytes: n },
+      ),
+    },
+    { weight: 2, arbitrary: fc.record({ u: fc.constantFrom(...UPLOADS), k: fc.option(key, { nil: undefined }), v: versionFor(b) }).map(({ u, k, v }) => strip({ ...base, action: 'CompleteMultipartUpload', uploadId: u, objectKey: k, versionId: v })) },
+    { weight: 1, arbitrary: fc.constantFrom(...UPLOADS).map((u) => ({ ...base, action: 'AbortMultipartUpload', uploadId: u })) },
+    {
+      weight: 3,
+      arbitrary: fc.record({ k: key, how: fc.constantFrom('plain', 'hard', 'marker'), v: fc.constantFrom(...VERSIONS, 'dm1', 'dm2') }).map(({ k, how, v }) =>
+        strip({ ...base, action: 'DeleteObject', objectKey: k, hardDeletedVersionId: how === 'hard' ? v : undefined, resultingDeleteMarkerVersionId: how === 'marker' ? v : undefined }),
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.uniqueArray(fc.record({ objectKey: key, hard: fc.option(fc.constantFrom(...VERSIONS), { nil: undefined }) }), { minLength: 1, maxLength: 3, selector: (d) => d.objectKey }).map((list) => ({
+        ...base,
+        action: 'DeleteObjects',
+        deletedObjects: list.map((d) => (d.hard === undefined ? { objectKey: d.objectKey } : { objectKey: d.objectKey, hardDeletedVersionId: d.hard })),
+      })),
+    },
+    { weight: 1, arbitrary: fc.constant({ ...base, action: 'DeleteBucket', force: true }) },
+    // Kinds the inventory ignores.
+    { weight: 1, arbitrary: key.map((k) => ({ ...base, action: 'GetObject', objectKey: k, bytes: 10 })) },
+  );
+});
+
+const historyArb = fc.record({
+  ops: fc.array(opArb, { minLength: 1, maxLength: 40 }),
+  order: fc.array(fc.nat(), { minLength: 40, maxLength: 40 }),
+  resend: fc.array(fc.nat({ max: 39 }), { maxLength: 6 }),
+  lateFrom: fc.nat({ max: 40 }),
+  batch: fc.integer({ min: 1, max: 12 }),
+});
+
+function wire(e: RefEvent): NormalizedEvent {
+  const { timestamp, ...rest } = e;
+  return { ...rest, timestamp } as unknown as NormalizedEvent;
+}
+
+/** Windows in hours since the epoch: hourly, a wide one, and one starting after some history. */
+const WINDOW_SETS = [
+  [H0, H0 + 1, H0 + 2, H0 + 3, H0 + 5, H0 + 7],
+  [H0 - 2, H0 + 12],
+  [H0 + 2, H0 + 4, H0 + 48],
+];
+
+async function expectMatches(store: OpenedInventoryStore['store'], tenantId: number, events: RefEvent[], note: string): Promise<void> {
+  const lives = simulate(events);
+  for (const bounds of WINDOW_SETS) {
+    const rows = foldStorage(bounds, await store.inventory.storage(tenantId, { bounds, groupBy: ['customerId'], filters: {} }));
+    for (const c of [null, 'c1', 'c2']) {
+      const mine = lives.filter((l) => l.customerId === c);
+      for (let w = 0; w < bounds.length - 1; w++) {
+        const expected = measures(mine, bounds[w]! * 3600, bounds[w + 1]! * 3600);
+        const row = rows.find((r) => r.window === w && r.values[0] === c);
+        assert.deepEqual(row?.measures ?? [0n, 0n, 0n, 0n, 0n, 0n], expected, `${note}: window ${bounds[w]}..${bounds[w + 1]} customer ${c}`);
+      }
+    }
+  }
+  for (const at of [T0 + 1800, T0 + 3604, T0 + 5 * 3600, T0 + 10 * 3600]) {
+    for (const b of BUCKETS) {
+      const listed = await store.inventory.objects(tenantId, { bucket: b, at, includeVersions: true, limit: 1000 });
+      const got = listed.map((x) => `${x.objectKey}|${x.versionId}|${x.deleteMarker}|${x.size}|${x.created.eventId}`).sort();
+      const want = lives
+        .filter((l: Life) => (l.what === 'version' || l.what === 'marker') && l.bucket === b && l.start <= at && (l.end === null || l.end > at))
+        .map((l) => `${l.key}|${l.versionId}|${l.what === 'marker'}|${l.size}|${l.createdBy}`)
+        .sort();
+      assert.deepEqual(got, want, `${note}: objects of ${b} at ${at}`);
+    }
+  }
+}
+
+export function inventoryContract(name: string, open: () => Promise<OpenedInventoryStore>): void {
+  describe(`inventory contract: ${name}`, () => {
+    let opened: OpenedInventoryStore | undefined;
+    before(async () => {
+      opened = await open();
+    });
+    after(async () => {
+      await opened?.cleanup();
+    });
+    const tenant = async () =>
+      (await opened!.store.keys.create({ id: `key_${randomBytes(8).toString('hex')}`, tenantName: `tenant-${randomUUID()}`, hash: randomBytes(32), createdAt: T0 })).tenantId;
+
+    it('equals the reference model for generated histories delivered shuffled, in batches, resent and late', async () => {
+      const store = opened!.store;
+      await fc.assert(
+        fc.asyncProperty(historyArb, async (h) => {
+          const tenantId = await tenant();
+          const events: RefEvent[] = h.ops.map((op, i) => ({ ...op, eventId: `e${String(i).padStart(3, '0')}`, provider: 'wasabi' }));
+          const shuffled = events.map((e, i) => ({ e, k: h.order[i] ?? 0 })).sort((x, y) => x.k - y.k).map((x) => x.e);
+          const late = Math.min(h.lateFrom, shuffled.length);
+          const send = async (list: RefEvent[]) => {
+            for (let i = 0; i < list.length; i += h.batch) {
+              await store.commit({ events: list.slice(i, i + h.batch).map((e) => ({ tenantId, receivedAt: T0 + 100_000, event: wire(e) })), quarantine: [] });
+            }
+          };
+          const first = shuffled.slice(0, late);
+          await send(first);
+          await expectMatches(store, tenantId, first, 'before the late events');
+          await send([...shuffled.slice(late), ...h.resend.filter((i) => i < events.length).map((i) => events[i]!)]);
+          await expectMatches(store, tenantId, events, 'after the late events');
+          assert.deepEqual(await store.inventory.verify(tenantId), []);
+          await store.inventory.rebuild(tenantId);
+          await expectMatches(store, tenantId, events, 'after rebuild');
+        }),
+        { numRuns: Number(process.env.INVENTORY_RUNS ?? 12) },
+      );
+    });
+
+    it('feeds cost: opening bytes and hourly deltas add up to the model, and intervals are the lives', async () => {
+      const store = opened!.store;
+      const tenantId = await tenant();
+      const events: RefEvent[] = [
+        { eventId: 'p1', timestamp: T0 + 600, action: 'PutObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a', bytes: 1000, customerId: 'c1' },
+        { eventId: 'p2', timestamp: T0 + 4000, action: 'PutObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a', bytes: 300, customerId: 'c2' },
+        { eventId: 'd1', timestamp: T0 + 9000, action: 'DeleteObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a' },
+      ];
+      await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0 + 20_000, event: wire(e) })), quarantine: [] });
+      const feed = await store.storageFeed.storageDeltas(tenantId, T0 + 3600, T0 + 4 * 3600);
+      assert.deepEqual(feed.opening.map((o) => [o.key.customerId, o.key.bucket, o.key.action, o.bytes]), [['c1', 'b2', 'PutObject', 1000n]]);
+      assert.deepEqual(feed.deltas.map((d) => [d.hour - T0, d.key.customerId, d.bytes, d.tailByteSeconds].join('|')).sort(), [
+        `3600|c1|-1000|${-1000 * 3200}`,
+        `3600|c2|300|${300 * 3200}`,
+        `7200|c2|-300|${-300 * 1800}`,
+      ]);
+      const intervals = await store.storageFeed.storageIntervals(tenantId, T0, T0 + 3 * 3600, { buckets: ['b2'], endedYoungerThan: 10_000 });
+      assert.deepEqual(intervals.map((i) => [i.createdBy, i.start - T0, i.end === null ? null : i.end - T0, i.size]).sort(), [
+        ['p1', 600, 4000, 1000n],
+        ['p2', 4000, 9000, 300n],
+      ]);
+      assert.deepEqual((await store.storageFeed.storageIntervals(tenantId, T0, T0 + 3 * 3600, { smallerThan: 500n })).map((i) => i.createdBy), ['p2']);
+    });
+
+    it('reports its lag, and none once caught up', async () => {
+      const store = opened!.store;
+      const tenantId = await tenant();
+      await store.commit({ events: [{ tenantId, receivedAt: T0, event: wire({ eventId: 'x', timestamp: T0, action: 'PutObject', provider: 'wasabi', bucket: 'b', objectKey: 'k', bytes: 1 }) }], quarantine: [] });
+      assert.ok((await store.inventory.lag()).pending >= 1);
+      await store.inventory.catchUp();
+      assert.deepEqual(await store.inventory.lag(), { pending: 0, oldestSeconds: 0 });
+    });
+  });
+}
