@@ -2,6 +2,7 @@
  * Assembles a running node from its configuration: store → committer → ingest service → HTTP server.
  * Everything is built once here and handed down; nothing below reaches back up.
  */
+import { ObjectsService } from './inventory/objects.js';
 import cluster from 'node:cluster';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -32,6 +33,9 @@ import { SetupError } from './setup-error.js';
 import type { EventLog, Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
 import { UsageService } from './usage/service.js';
+
+/** How often the job owner applies the inventory outbox. */
+const INVENTORY_CATCH_UP_MS = 1000;
 
 /** `destination` 2 (stderr) for CLI commands, whose stdout carries only their output. */
 export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
@@ -168,7 +172,8 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
-    usage: new UsageService(store.usage),
+    usage: new UsageService(store.usage, store.inventory),
+    objects: new ObjectsService(store.inventory),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),
@@ -191,6 +196,15 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   };
   await purge();
   const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
+  // The inventory's outbox, applied by the job owner every second so reads seldom have anything to catch up.
+  let applying = false;
+  const applyInventory = async () => {
+    if (applying || !(await store.claimJobs())) return;
+    applying = true;
+    await store.inventory.catchUp().catch((err: unknown) => logger.warn({ err }, 'inventory catch-up failed; will retry'));
+    applying = false;
+  };
+  const inventoryTimer = setInterval(() => void applyInventory(), INVENTORY_CATCH_UP_MS).unref();
 
   await app.listen({ port: config.port, host: config.host });
   const metricsServer = config.metricsPort !== undefined && !cluster.isWorker ? await listenMetrics({ port: config.metricsPort, host: config.host, scrape }) : undefined;
@@ -204,6 +218,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);
+        clearInterval(inventoryTimer);
         metricsServer?.close();
         // Node closes the connections idle when the stop begins, not those whose request ends after:
         // each would hold the stop for the keep-alive timeout (65 s).

@@ -10,6 +10,7 @@ import type { UsageRow } from '../usage/service.js';
 import { UsageService } from '../usage/service.js';
 import { DIMENSIONS, MEASURES } from '../usage/shapes.js';
 import { printTable } from './table.js';
+import { STORAGE_MEASURES, byteHours } from '../inventory/measures.js';
 
 /** parseArgs options: the API's parameter names, filters repeatable. */
 export const USAGE_FLAGS = {
@@ -18,6 +19,7 @@ export const USAGE_FLAGS = {
   granularity: { type: 'string' },
   timeZone: { type: 'string' },
   groupBy: { type: 'string' },
+  storage: { type: 'string' },
   csv: { type: 'boolean' },
   json: { type: 'boolean' },
   ...Object.fromEntries(DIMENSIONS.map((d) => [d, { type: 'string', multiple: true }])),
@@ -46,13 +48,13 @@ async function withParams<T>(run: () => Promise<T>): Promise<T> {
 }
 
 export async function usageCommand(store: Store, sub: string | undefined, values: Values, tenantIds: (name: string | undefined) => Promise<number[]>): Promise<number> {
-  const service = new UsageService(store.usage);
+  const service = new UsageService(store.usage, store.inventory);
   const tenant = values.tenant as string | undefined;
   switch (sub) {
     case undefined: {
       if (tenant === undefined) throw new CliUsageError('usage needs --tenant NAME');
       const [tenantId] = await tenantIds(tenant);
-      const params = apiParams(values, ['from', 'to', 'granularity', 'timeZone', 'groupBy', ...DIMENSIONS]);
+      const params = apiParams(values, ['from', 'to', 'granularity', 'timeZone', 'groupBy', 'storage', ...DIMENSIONS]);
       const request = await withParams(async () => parseUsageParams({ ...params, format: values.csv === true ? 'csv' : 'json' }));
       const rows: UsageRow[] = [];
       let cursor: string | null = null;
@@ -66,7 +68,11 @@ export async function usageCommand(store: Store, sub: string | undefined, values
       const all = { rows, nextCursor: null, shape };
       if (values.csv === true) process.stdout.write(usageCsv(request, all));
       else if (values.json === true) process.stdout.write(usageJson(request, all) + '\n');
-      else printTable(['START', 'END', ...request.groupBy, ...MEASURES], rows.map((r) => [utc(r.start), utc(r.end), ...r.values.map((v) => v ?? '-'), ...r.measures.map(String)]));
+      else {
+        const names = request.storage ? [...MEASURES, ...STORAGE_MEASURES] : MEASURES;
+        const text = (m: bigint, i: number) => (i === MEASURES.length ? byteHours(m) : String(m));
+        printTable(['START', 'END', ...request.groupBy, ...names], rows.map((r) => [utc(r.start), utc(r.end), ...r.values.map((v) => v ?? '-'), ...r.measures.map(text)]));
+      }
       return 0;
     }
     case 'verify': {
@@ -77,14 +83,30 @@ export async function usageCommand(store: Store, sub: string | undefined, values
         differences += result.differences.length;
         if (result.differences.length > 0) process.stdout.write(`tenant ${tenantId}: ${reconcileJson(request, result)}\n`);
       }
-      process.stdout.write(differences === 0 ? 'usage verified: receipts, events and rollups agree\n' : `${differences} difference(s); \`bucketmeter usage rebuild\` recomputes rollups from the events\n`);
+      // The inventory is checked whole (its entries span any range): replayed from every event in memory.
+      for (const tenantId of tenant === undefined ? [null] : await tenantIds(tenant)) {
+        const found = await store.inventory.verify(tenantId);
+        differences += found.length;
+        for (const d of found.slice(0, 20)) process.stdout.write(`tenant ${d.tenantId}: inventory ${d.check}: expected ${d.expected}, got ${d.actual}\n`);
+      }
+      process.stdout.write(
+        differences === 0
+          ? 'usage verified: receipts, events, rollups and the object inventory agree\n'
+          : `${differences} difference(s); \`bucketmeter usage rebuild\` recomputes rollups and the inventory from the events\n`,
+      );
       return differences === 0 ? 0 : 1;
     }
     case 'rebuild': {
       const request = await withParams(async () => parseRangeParams(apiParams(values, ['from', 'to']), 3600));
       const ids = tenant === undefined ? [null] : await tenantIds(tenant);
-      for (const id of ids) await service.rebuild(id, request.from, request.to);
-      process.stdout.write(`rebuilt usage rollups for ${utc(request.from)} to ${utc(request.to)}${tenant === undefined ? ' (every tenant)' : ` (tenant ${tenant})`}\n`);
+      for (const id of ids) {
+        await service.rebuild(id, request.from, request.to);
+        // The inventory of a range depends on every earlier event: it is rebuilt whole.
+        await store.inventory.rebuild(id);
+      }
+      process.stdout.write(
+        `rebuilt usage rollups for ${utc(request.from)} to ${utc(request.to)} and the object inventory${tenant === undefined ? ' (every tenant)' : ` (tenant ${tenant})`}\n`,
+      );
       return 0;
     }
     default:

@@ -30,6 +30,8 @@ import { ingestRoutes } from './routes/ingest.js';
 import { statusRoutes } from './routes/status.js';
 import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
 import { usageRoutes } from './routes/usage.js';
+import { objectsRoutes } from './routes/objects.js';
+import type { ObjectsService } from '../inventory/objects.js';
 import type { UsageService } from '../usage/service.js';
 
 declare module 'fastify' {
@@ -57,6 +59,7 @@ export interface HttpDeps {
   events: EventQueryService;
   health: HealthService;
   usage: UsageService;
+  objects: ObjectsService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
@@ -149,6 +152,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(eventsRoutes(deps.events));
   await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
   await app.register(usageRoutes(deps.usage));
+  await app.register(objectsRoutes(deps.objects));
   if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
   await app.register(openApiRoutes());
   return app;

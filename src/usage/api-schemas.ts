@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_RANGE_DAYS, MAX_ROWS } from './params.js';
 import { DIMENSIONS, MEASURES } from './shapes.js';
+import { STORAGE_MEASURES } from '../inventory/measures.js';
 
 const text = (description: string) => Type.Optional(Type.String({ description }));
 const repeatable = (description: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }));
@@ -23,6 +24,7 @@ export const USAGE_QUERY = Type.Object(
     format: text('json (default) or csv'),
     limit: text(`rows per page, 1..${MAX_ROWS}`),
     cursor: text("a previous page's nextCursor"),
+    storage: text(`true adds the stored-bytes measures from the object inventory: ${STORAGE_MEASURES.join(', ')}`),
     ...Object.fromEntries(DIMENSIONS.map((d) => [d, repeatable(`filter by ${d}, repeatable; an empty value matches events without one`)])),
   },
   { additionalProperties: true },
@@ -33,6 +35,7 @@ const USAGE_ROW = Type.Object(
     start: Type.String(),
     end: Type.String(),
     ...Object.fromEntries(MEASURES.map((m) => [m, Type.Integer()])),
+    ...Object.fromEntries(STORAGE_MEASURES.map((m) => [m, Type.Optional(m === 'storedByteHours' ? Type.Number() : Type.Integer())])),
   },
   { additionalProperties: true, description: 'a window, one property per groupBy dimension (null where the events had none), and the measures' },
 );

@@ -5,6 +5,13 @@
 import type { ReconcileRequest, UsageRequest } from './params.js';
 import type { Difference, ReconcileDay, UsagePage } from './service.js';
 import { MEASURES } from './shapes.js';
+import { STORAGE_MEASURES, byteHours } from '../inventory/measures.js';
+
+/** The measure names of a request's rows, in their order. */
+const measureNames = (request: UsageRequest): readonly string[] => (request.storage ? [...MEASURES, ...STORAGE_MEASURES] : MEASURES);
+/** Where storedByteHours (carried as byte-seconds) sits in a storage row. */
+const BYTE_HOURS = MEASURES.length;
+const measureText = (request: UsageRequest, i: number, value: bigint): string => (request.storage && i === BYTE_HOURS ? byteHours(value) : value.toString());
 
 export const utc = (seconds: number): string => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 const day = (d: number): string => utc(d * 86400).slice(0, 10);
@@ -18,7 +25,7 @@ function json(value: unknown): string {
 export function usageJson(request: UsageRequest, page: UsagePage): string {
   const head = JSON.stringify({ from: utc(request.from), to: utc(request.to), granularity: request.granularity, timeZone: request.timeZone, groupBy: request.groupBy });
   const dims = request.groupBy.map((d) => `,${JSON.stringify(d)}:`);
-  const measures = MEASURES.map((m) => `,${JSON.stringify(m)}:`);
+  const measures = measureNames(request).map((m) => `,${JSON.stringify(m)}:`);
   const times = new Map<number, string>();
   const time = (seconds: number) => {
     let text = times.get(seconds);
@@ -31,7 +38,7 @@ export function usageJson(request: UsageRequest, page: UsagePage): string {
   const rows = page.rows.map((row) => {
     let out = `{"start":${time(row.start)},"end":${time(row.end)}`;
     for (let i = 0; i < dims.length; i++) out += dims[i]! + JSON.stringify(row.values[i]);
-    for (let i = 0; i < measures.length; i++) out += measures[i]! + row.measures[i]!.toString();
+    for (let i = 0; i < measures.length; i++) out += measures[i]! + measureText(request, i, row.measures[i]!);
     return out + '}';
   });
   return `${head.slice(0, -1)},"rows":[${rows.join(',')}],"nextCursor":${JSON.stringify(page.nextCursor)}}`;
@@ -41,7 +48,7 @@ const csvCell = (value: string | null): string => (value === null ? '' : /[",\r\
 
 /** CSV (RFC 4180); an empty cell is a dimension the events had none of. */
 export function usageCsv(request: UsageRequest, page: UsagePage): string {
-  const lines = [['start', 'end', ...request.groupBy, ...MEASURES].join(',')];
+  const lines = [['start', 'end', ...request.groupBy, ...measureNames(request)].join(',')];
   const window = new Map<number, string>();
   for (const row of page.rows) {
     let times = window.get(row.start);
@@ -49,7 +56,7 @@ export function usageCsv(request: UsageRequest, page: UsagePage): string {
       times = `${utc(row.start)},${utc(row.end)}`;
       window.set(row.start, times);
     }
-    lines.push([times, ...row.values.map(csvCell), ...row.measures.map(String)].join(','));
+    lines.push([times, ...row.values.map(csvCell), ...row.measures.map((m, i) => measureText(request, i, m))].join(','));
   }
   return lines.join('\r\n') + '\r\n';
 }

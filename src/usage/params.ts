@@ -27,6 +27,8 @@ export interface UsageRequest {
   format: 'json' | 'csv';
   limit: number;
   cursor?: string;
+  /** Adds the storage measures (inventory/measures.ts STORAGE_MEASURES) after the request measures. */
+  storage: boolean;
 }
 
 /** A range of whole days (reconcile, verify) or whole hours (rebuild). */
@@ -104,7 +106,7 @@ class Params {
   }
 }
 
-const USAGE_PARAMS = ['from', 'to', 'granularity', 'timeZone', 'groupBy', 'format', 'limit', 'cursor', ...DIMENSIONS];
+const USAGE_PARAMS = ['from', 'to', 'granularity', 'timeZone', 'groupBy', 'format', 'limit', 'cursor', 'storage', ...DIMENSIONS];
 
 /** `accept`: the Accept header; text/csv chooses CSV when no format is given. */
 export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
@@ -150,8 +152,11 @@ export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
     if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_ROWS) p.fail('limit', `limit must be an integer from 1 to ${MAX_ROWS}`, `1..${MAX_ROWS}`, shown(limitText));
   }
   const cursor = p.one('cursor');
+  const storage = p.one('storage') ?? 'false';
+  if (storage !== 'true' && storage !== 'false') p.fail('storage', 'storage must be true or false', 'true or false', shown(storage));
 
   return p.done({
+    storage: storage === 'true',
     from: from!,
     to: to!,
     granularity: granularity as Granularity,

@@ -5,7 +5,8 @@
  */
 import { BmError } from '../errors.js';
 import { ReadTimeoutError } from '../store/types.js';
-import type { UsageDayCheck, UsageStore } from '../store/types.js';
+import type { InventoryStore, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
+import { STORAGE_MEASURES, foldStorage } from '../inventory/measures.js';
 import type { ReconcileRequest, UsageRequest } from './params.js';
 import { MEASURES, SHAPES, shapeFor } from './shapes.js';
 import type { Dimension } from './shapes.js';
@@ -90,8 +91,27 @@ async function timed<T>(read: Promise<T>): Promise<T> {
   }
 }
 
+const rowKey = (window: number, values: (string | null)[]) => JSON.stringify([window, values]);
+
+/** Request rows and storage rows of the same windows and groups as one row each: request measures, then storage ones (0 where a side has none). */
+function withStorage(requests: UsageStoreRow[], storage: UsageStoreRow[]): UsageStoreRow[] {
+  const rows = new Map<string, UsageStoreRow>();
+  const none = (n: number) => new Array<bigint>(n).fill(0n);
+  for (const r of requests) rows.set(rowKey(r.window, r.values), { ...r, measures: [...r.measures, ...none(STORAGE_MEASURES.length)] });
+  for (const s of storage) {
+    const key = rowKey(s.window, s.values);
+    const row = rows.get(key);
+    if (row === undefined) rows.set(key, { ...s, measures: [...none(MEASURES.length), ...s.measures] });
+    else row.measures.splice(MEASURES.length, STORAGE_MEASURES.length, ...s.measures);
+  }
+  return [...rows.values()];
+}
+
 export class UsageService {
-  constructor(private readonly usage: UsageStore) {}
+  constructor(
+    private readonly usage: UsageStore,
+    private readonly inventory: InventoryStore,
+  ) {}
 
   async query(tenantId: number, request: UsageRequest): Promise<UsagePage> {
     let bounds: number[];
@@ -107,7 +127,11 @@ export class UsageService {
     }
     const shape = shapeFor([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])]);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy);
-    const stored = await timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters }));
+    const [requests, storage] = await Promise.all([
+      timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters })),
+      request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters })) : undefined,
+    ]);
+    const stored = storage === undefined ? requests : withStorage(requests, foldStorage(bounds, storage));
     const rows: UsageRow[] = [];
     for (const row of stored) {
       if (row.measures.every((m) => m === 0n)) continue;
