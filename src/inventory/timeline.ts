@@ -97,26 +97,97 @@ function compareEntries(a: Entry, b: Entry): number {
 
 const k2 = (a: string, b: string) => `${a}\u0000${b}`;
 
-/** What a replay from `from` must have loaded: the entries alive just before `from` that these events may read or end. */
-export interface Touched {
-  /** bucket\0objectKey */
+/**
+ * What a catch-up from `from` replays: the events at or after it that are connected to the new ones
+ * (sharing a key, an upload, a copy source, a forced bucket delete), and the keys, uploads and
+ * buckets they touch, whose entries alive before `from` it loads and whose later entries it redoes.
+ * Everything else is left as stored: no event it replays can read or change it.
+ */
+export interface Scope {
+  events: TimelineEvent[];
+  /** bucket\0objectKey: versions and markers. */
   keys: Set<string>;
-  /** bucket\0uploadId */
+  /** bucket\0uploadId: parts and the upload record. */
   uploads: Set<string>;
-  /** Buckets deleted with force: every entry alive in them. */
+  /** Buckets deleted with force: every entry in them. */
   buckets: Set<string>;
 }
 
-export function touched(events: readonly TimelineEvent[]): Touched {
-  const t: Touched = { keys: new Set(), uploads: new Set(), buckets: new Set() };
-  for (const e of events) {
-    if (e.objectKey !== undefined) t.keys.add(k2(e.bucket, e.objectKey));
-    if (e.uploadId !== undefined) t.uploads.add(k2(e.bucket, e.uploadId));
-    if (e.copySource !== undefined) t.keys.add(k2(e.copySource.bucket, e.copySource.objectKey));
-    for (const d of e.deletedObjects ?? []) t.keys.add(k2(e.bucket, d.objectKey));
-    if (e.action === 'DeleteBucket' && e.force === true) t.buckets.add(e.bucket);
+/** Each node an event touches: k (versions at a key), u (an upload), b (a bucket's forced deletes). */
+function nodesOf(e: TimelineEvent, uploadKeys: ReadonlyMap<string, string>): string[] {
+  const out: string[] = [];
+  if (e.objectKey !== undefined) out.push(`k${k2(e.bucket, e.objectKey)}`);
+  if (e.uploadId !== undefined) {
+    out.push(`u${k2(e.bucket, e.uploadId)}`);
+    // A completion without a key writes at the key its CreateMultipartUpload named.
+    const key = uploadKeys.get(k2(e.bucket, e.uploadId));
+    if (key !== undefined && e.action === 'CompleteMultipartUpload' && e.objectKey === undefined) out.push(`k${k2(e.bucket, key)}`);
   }
-  return t;
+  if (e.copySource !== undefined) out.push(`k${k2(e.copySource.bucket, e.copySource.objectKey)}`);
+  for (const d of e.deletedObjects ?? []) out.push(`k${k2(e.bucket, d.objectKey)}`);
+  if (e.action === 'DeleteBucket' && e.force === true) out.push(`b${e.bucket}`);
+  return out;
+}
+
+/**
+ * `uploadKeys`: bucket\0uploadId → key for uploads whose CreateMultipartUpload is before `from`
+ * (their stored upload record), so that their completion joins that key.
+ */
+export function scope(events: readonly TimelineEvent[], isNew: (e: TimelineEvent) => boolean, uploadKeys: ReadonlyMap<string, string>): Scope {
+  const parent = new Map<string, string>();
+  const find = (x: string): string => {
+    let root = x;
+    while (parent.get(root) !== undefined && parent.get(root) !== root) root = parent.get(root)!;
+    let y = x;
+    while (y !== root) {
+      const next = parent.get(y)!;
+      parent.set(y, root);
+      y = next;
+    }
+    return root;
+  };
+  const union = (a: string, b: string) => {
+    const ra = find(a);
+    const rb = find(b);
+    if (ra !== rb) parent.set(ra, rb);
+  };
+  const nodes = events.map((e) => nodesOf(e, uploadKeys));
+  const forced = new Set<string>();
+  for (const list of nodes) {
+    for (const n of list) {
+      if (!parent.has(n)) parent.set(n, n);
+      if (n[0] === 'b') forced.add(n.slice(1));
+    }
+    for (let i = 1; i < list.length; i++) union(list[0]!, list[i]!);
+  }
+  // A forced bucket delete ends everything in its bucket: every node of the bucket joins it.
+  for (const n of [...parent.keys()]) {
+    const bucket = n[0] === 'b' ? n.slice(1) : n.slice(1, n.indexOf('\u0000'));
+    if (forced.has(bucket)) union(n, `b${bucket}`);
+  }
+  const affected = new Set<string>();
+  events.forEach((e, i) => {
+    if (isNew(e)) for (const n of nodes[i]!) affected.add(find(n));
+  });
+  const out: Scope = { events: [], keys: new Set(), uploads: new Set(), buckets: new Set() };
+  events.forEach((e, i) => {
+    const first = nodes[i]![0];
+    if (first !== undefined && affected.has(find(first))) out.events.push(e);
+  });
+  for (const n of parent.keys()) {
+    if (!affected.has(find(n))) continue;
+    if (n[0] === 'k') out.keys.add(n.slice(1));
+    else if (n[0] === 'u') out.uploads.add(n.slice(1));
+    else out.buckets.add(n.slice(1));
+  }
+  return out;
+}
+
+/** The uploads completed without a key among `events` whose CreateMultipartUpload is not among them (bucket\0uploadId). */
+export function keylessCompletions(events: readonly TimelineEvent[]): Set<string> {
+  const out = new Set<string>();
+  for (const e of events) if (e.action === 'CompleteMultipartUpload' && e.objectKey === undefined && e.uploadId !== undefined) out.add(k2(e.bucket, e.uploadId));
+  return out;
 }
 
 export const splitKey = (key: string): [string, string] => {
@@ -211,25 +282,19 @@ class Timeline {
     }
   }
 
-  /** A new version at the key; it ends the live entry with the same version id (null: the unversioned object). */
+  /** A new version at the key; it ends the live entries with the same version id (null: the unversioned object). */
   #write(e: TimelineEvent, key: string, size: bigint | null): void {
     const versionId = e.versionId ?? null;
-    const same = this.#atKey.get(k2(e.bucket, key))?.find((x) => x.versionId === versionId);
-    if (same !== undefined) this.#end(same, e);
+    for (const same of (this.#atKey.get(k2(e.bucket, key)) ?? []).filter((x) => x.versionId === versionId)) this.#end(same, e);
     this.#create(e, 'version', key, versionId, size);
   }
 
   #delete(e: TimelineEvent, key: string, hard: string | undefined, marker: string | undefined): void {
     const live = this.#atKey.get(k2(e.bucket, key)) ?? [];
-    if (hard !== undefined) {
-      const target = live.find((x) => x.versionId === hard);
-      if (target !== undefined) this.#end(target, e);
-    }
+    // Every live entry with the id (a version and a marker may share one).
+    if (hard !== undefined) for (const target of live.filter((x) => x.versionId === hard)) this.#end(target, e);
     if (marker !== undefined) this.#create(e, 'marker', key, marker, null);
-    if (hard === undefined && marker === undefined) {
-      const target = live.find((x) => x.versionId === null);
-      if (target !== undefined) this.#end(target, e);
-    }
+    if (hard === undefined && marker === undefined) for (const target of live.filter((x) => x.versionId === null)) this.#end(target, e);
   }
 
   /** The named source version's size, or the source key's current version's (the newest live entry, unless a marker); else unknown. */

@@ -10,7 +10,7 @@ import type { Pool, PoolClient } from 'pg';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
-import { Deltas, deltaKey, replay, splitKey, touched } from '../../inventory/timeline.js';
+import { Deltas, deltaKey, keylessCompletions, replay, scope, splitKey } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -62,9 +62,13 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
 
   catchUp(): Promise<void> {
     return this.#locked(async (c) => {
-      const { rows } = await c.query<[number, string, string]>({ text: 'SELECT tenant, min(from_ts), array_agg(id) FROM inventory_outbox GROUP BY tenant', rowMode: 'array' });
-      for (const [tenant, from, ids] of rows) {
-        await this.#recompute(c, tenant, Number(from));
+      const { rows } = await c.query<[number, string, string[], string[], string[]]>({
+        text: 'SELECT tenant, min(from_ts), array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
+        rowMode: 'array',
+      });
+      for (const [tenant, from, firsts, lasts, ids] of rows) {
+        const ranges = firsts.map((f, i) => [Number(f), Number(lasts[i])] as const);
+        await this.#recompute(c, tenant, Number(from), (seq) => ranges.some(([first, last]) => seq >= first && seq <= last));
         await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
       }
     });
@@ -76,7 +80,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await c.query('DELETE FROM inventory WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_hours WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_outbox WHERE tenant = $1', [tenant]);
-        await this.#recompute(c, tenant, Number.MIN_SAFE_INTEGER);
+        await this.#recompute(c, tenant, Number.MIN_SAFE_INTEGER, () => true);
       }
     });
   }
@@ -97,7 +101,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
           const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
           hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8).map((v) => BigInt(v)));
         }
-        out.push(...compareInventory(tenant, await this.#events(c, tenant, Number.MIN_SAFE_INTEGER), rows.map(entryOf), hours));
+        out.push(...compareInventory(tenant, (await this.#events(c, tenant, Number.MIN_SAFE_INTEGER)).events, rows.map(entryOf), hours));
       }
       return out;
     });
@@ -293,9 +297,11 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
     return rows.map((r) => r.id);
   }
 
-  async #events(c: PoolClient, tenant: number, from: number): Promise<TimelineEvent[]> {
+  /** The tenant's inventory events at or after `from`, each with its seq. */
+  async #events(c: PoolClient, tenant: number, from: number): Promise<{ events: TimelineEvent[]; seqs: Map<TimelineEvent, number> }> {
     const { rows } = await c.query<EventRow>({ text: EVENTS_SQL, values: [tenant, from], rowMode: 'array' });
     const sourceBuckets = new Set<string>();
+    const seqs = new Map<TimelineEvent, number>();
     const events = rows.map((r) => {
       const e: TimelineEvent = {
         ts: Number(r[1]),
@@ -323,6 +329,7 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
         }));
       }
       if (e.copySource !== undefined) sourceBuckets.add(e.copySource.bucket);
+      seqs.set(e, Number(r[0]));
       return e;
     });
     if (sourceBuckets.size > 0) {
@@ -335,32 +342,13 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
         e.copySource = { bucket: byName.get(s.bucket)!, objectKey: toPgText(s.objectKey), ...(s.versionId === undefined ? {} : { versionId: toPgText(s.versionId) }) };
       }
     }
-    return events;
+    return { events, seqs };
   }
 
-  async #recompute(c: PoolClient, tenant: number, from: number): Promise<void> {
+  /** As SQLite's (sqlite/inventory.ts #recompute): the events connected to the new ones, replayed from `from`. */
+  async #recompute(c: PoolClient, tenant: number, from: number, isNew: (seq: number) => boolean): Promise<void> {
     const q = async (text: string, values: unknown[]) => (await c.query<EntryRow>({ text, values, rowMode: 'array' })).rows;
-    const deltas = new Deltas();
-    for (const row of await q(`DELETE FROM inventory WHERE tenant = $1 AND started >= $2 RETURNING ${ENTRY_COLUMNS}`, [tenant, from])) {
-      deltas.entry(entryOf(row), -1n);
-    }
-    const alive = new Map<number, Entry>();
-    for (const row of await q(
-      `UPDATE inventory i SET ended = NULL, ended_by = NULL FROM inventory o WHERE o.id = i.id AND i.tenant = $1 AND i.ended >= $2
-       RETURNING ${ENTRY_COLUMNS.split(', ').map((col) => `o.${col}`).join(', ')}`,
-      [tenant, from],
-    )) {
-      const entry = entryOf(row);
-      deltas.add(entry, entry.end!, 1n);
-      entry.end = null;
-      entry.endedBy = null;
-      alive.set(entry.id!, entry);
-    }
-    const events = await this.#events(c, tenant, from);
-    const t = touched(events);
-    const load = (rows: EntryRow[]) => {
-      for (const row of rows) if (!alive.has(Number(row[0]))) alive.set(Number(row[0]), entryOf(row));
-    };
+    const { events, seqs } = await this.#events(c, tenant, from);
     const pairs = (set: Set<string>) => {
       const a: number[] = [];
       const b: string[] = [];
@@ -372,27 +360,70 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
       }
       return [a, b] as const;
     };
-    const [kb, kk] = pairs(t.keys);
+    const uploadKeys = new Map<string, string>();
+    const [cb, cu] = pairs(keylessCompletions(events));
+    if (cb.length > 0) {
+      const keys = await c.query<[number, string, string]>({
+        text: `SELECT i.bucket, i.upload_id, i.object_key FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u) ON i.bucket = k.b AND i.upload_id = k.u
+          WHERE i.tenant = $1 AND i.kind = 3 AND i.started < $4 AND (i.ended IS NULL OR i.ended >= $4)`,
+        values: [tenant, cb, cu, from],
+        rowMode: 'array',
+      });
+      for (const [bucket, uploadId, key] of keys.rows) uploadKeys.set(`${bucket}\u0000${uploadId}`, key);
+    }
+    const sc = scope(events, (e) => isNew(seqs.get(e)!), uploadKeys);
+    const cols = ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ');
+    const relevant = 'AND (i.started >= $4 OR i.ended IS NULL OR i.ended >= $4)';
+    const found = new Map<string, EntryRow>();
+    const add = (list: EntryRow[]) => {
+      for (const row of list) found.set(String(row[0]), row);
+    };
+    const [kb, kk] = pairs(sc.keys);
     if (kb.length > 0) {
-      load(await q(`SELECT ${ENTRY_COLUMNS} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, o) ON i.bucket = k.b AND i.object_key = k.o
-        WHERE i.tenant = $1 AND i.ended IS NULL`.replace(`SELECT ${ENTRY_COLUMNS}`, `SELECT ${ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ')}`), [tenant, kb, kk]));
+      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, o) ON i.bucket = k.b AND i.object_key = k.o
+        WHERE i.tenant = $1 AND i.kind IN (0, 1) ${relevant}`, [tenant, kb, kk, from]));
     }
-    const [ub, uu] = pairs(t.uploads);
+    const [ub, uu] = pairs(sc.uploads);
     if (ub.length > 0) {
-      load(await q(`SELECT ${ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ')} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u)
-        ON i.bucket = k.b AND i.upload_id = k.u WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.ended IS NULL`, [tenant, ub, uu]));
+      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u) ON i.bucket = k.b AND i.upload_id = k.u
+        WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.kind IN (2, 3) ${relevant}`, [tenant, ub, uu, from]));
     }
-    if (t.buckets.size > 0) {
-      load(await q(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = ANY($2::integer[]) AND ended IS NULL`, [tenant, [...t.buckets].map(Number)]));
+    if (sc.buckets.size > 0) {
+      add(await q(`SELECT ${cols} FROM inventory i WHERE i.tenant = $1 AND i.bucket = ANY($2::integer[]) AND $3::int IS NULL ${relevant}`, [tenant, [...sc.buckets].map(Number), null, from]));
     }
-    const { ended, made } = replay([...alive.values()], events);
+    const deltas = new Deltas();
+    const alive: Entry[] = [];
+    const before = new Map<Entry, [number | null, string | null]>();
+    const removed: number[] = [];
+    for (const row of found.values()) {
+      const entry = entryOf(row);
+      if (entry.start >= from) {
+        // Made by an event the replay redoes.
+        deltas.entry(entry, -1n);
+        removed.push(entry.id!);
+        continue;
+      }
+      before.set(entry, [entry.end, entry.endedBy]);
+      if (entry.end !== null) {
+        deltas.add(entry, entry.end, 1n);
+        entry.end = null;
+        entry.endedBy = null;
+      }
+      alive.push(entry);
+    }
+    if (removed.length > 0) await c.query('DELETE FROM inventory WHERE id = ANY($1::bigint[])', [removed]);
+    const { made } = replay(alive, sc.events);
+    const ended = alive.filter((entry) => {
+      if (entry.end !== null) deltas.add(entry, entry.end, -1n);
+      const [end, endedBy] = before.get(entry)!;
+      return entry.end !== end || entry.endedBy !== endedBy;
+    });
     if (ended.length > 0) {
       await c.query('UPDATE inventory i SET ended = u.e, ended_by = u.b FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, e, b) WHERE i.id = u.id', [
         ended.map((e) => e.id),
         ended.map((e) => e.end),
         ended.map((e) => e.endedBy),
       ]);
-      for (const e of ended) deltas.add(e, e.end!, -1n);
     }
     if (made.length > 0) {
       const col = <T>(f: (e: Entry) => T) => made.map(f);

@@ -7,7 +7,7 @@
 import type { Statement } from 'better-sqlite3';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
-import { Deltas, deltaKey, replay, splitKey, touched } from '../../inventory/timeline.js';
+import { Deltas, deltaKey, keylessCompletions, replay, scope, splitKey } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -45,12 +45,10 @@ CREATE TABLE inventory (
   ended INTEGER,
   ended_by TEXT
 ) STRICT;
--- Listing and live lookups by key; replays from a time; reopening what ended after it; live parts.
+-- Listings and replays by key; replays by upload; the cost feed's intervals by time.
 CREATE INDEX inventory_key ON inventory (tenant, bucket, object_key, started);
+CREATE INDEX inventory_upload ON inventory (tenant, bucket, upload_id) WHERE upload_id IS NOT NULL;
 CREATE INDEX inventory_started ON inventory (tenant, started);
-CREATE INDEX inventory_ended ON inventory (tenant, ended) WHERE ended IS NOT NULL;
-CREATE INDEX inventory_upload ON inventory (tenant, bucket, upload_id) WHERE upload_id IS NOT NULL AND ended IS NULL;
-CREATE INDEX inventory_live_bucket ON inventory (tenant, bucket) WHERE ended IS NULL;
 
 CREATE TABLE inventory_hours (
   tenant INTEGER NOT NULL,
@@ -60,18 +58,21 @@ CREATE TABLE inventory_hours (
   PRIMARY KEY (tenant, hour, ${DIMS.join(', ')})
 ) STRICT, WITHOUT ROWID;
 
+-- One row per tenant per event transaction: its earliest timestamp and its events' seqs.
 CREATE TABLE inventory_outbox (
   id INTEGER PRIMARY KEY,
   tenant INTEGER NOT NULL,
   from_ts INTEGER NOT NULL,
+  first_seq INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
   at INTEGER NOT NULL
 ) STRICT;
-INSERT INTO inventory_outbox (tenant, from_ts, at) SELECT tenant, min(timestamp), unixepoch() FROM events GROUP BY tenant;
+INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at) SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM events GROUP BY tenant;
 `;
 
 /** The writer's hook: the tenants and earliest timestamps of a transaction's events (seqs after ?1 up to ?2). */
-export const OUTBOX_FROM_SEQS = `INSERT INTO inventory_outbox (tenant, from_ts, at)
-SELECT tenant, min(timestamp), unixepoch() FROM events WHERE seq > ? AND seq <= ? AND action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant`;
+export const OUTBOX_FROM_SEQS = `INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
+SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM events WHERE seq > ? AND seq <= ? AND action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant`;
 
 const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
 type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
@@ -107,18 +108,19 @@ export class InventoryWriter {
   readonly #s;
 
   constructor(db: Connection) {
+    const select = `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ?`;
+    // Entries a replay from ?2 loads (alive just before it) or redoes (started or ended at or after it).
+    const relevant = 'AND (started >= @from OR ended IS NULL OR ended >= @from)';
     this.#s = {
-      pending: db.prepare('SELECT tenant, min(from_ts), max(id) FROM inventory_outbox GROUP BY tenant').raw(true),
+      pending: db.prepare('SELECT tenant, from_ts, first_seq, last_seq, id FROM inventory_outbox').raw(true),
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
       events: db.prepare(EVENTS_SQL).raw(true),
       dictId: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
-      after: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND started >= ?`).raw(true),
-      deleteAfter: db.prepare('DELETE FROM inventory WHERE tenant = ? AND started >= ?'),
-      reopen: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND ended >= ?`).raw(true),
-      reopenSet: db.prepare('UPDATE inventory SET ended = NULL, ended_by = NULL WHERE tenant = ? AND ended >= ?'),
-      atKey: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND object_key = ? AND ended IS NULL`).raw(true),
-      atUpload: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND ended IS NULL`).raw(true),
-      atBucket: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND bucket = ? AND ended IS NULL`).raw(true),
+      atKey: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND object_key = @name AND kind IN (0, 1) ${relevant}`).raw(true),
+      atUpload: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND upload_id = @name AND kind IN (2, 3) ${relevant}`).raw(true),
+      atBucket: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket ${relevant}`).raw(true),
+      uploadKey: db.prepare('SELECT object_key FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND kind = 3 AND started < ? AND (ended IS NULL OR ended >= ?)').pluck(),
+      remove: db.prepare('DELETE FROM inventory WHERE id = ?'),
       end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
       insert: db.prepare(`INSERT INTO inventory (tenant, ${ENTRY_COLUMNS.slice(4)}) VALUES (${ENTRY_COLUMNS.split(',').map(() => '?').join(', ')})`),
       delta: db.prepare(`INSERT INTO inventory_hours (${DIMS.join(', ')}, ${DELTA_COLUMNS.join(', ')}, tenant, hour)
@@ -128,16 +130,24 @@ export class InventoryWriter {
       clearHours: db.prepare('DELETE FROM inventory_hours WHERE tenant = ?'),
       clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
       tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
-      all: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ?`).raw(true),
+      all: db.prepare(select).raw(true),
       hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
     };
   }
 
   /** Applies every pending outbox row. The caller runs it in a transaction. */
   catchUp(): void {
-    for (const [tenant, from, maxId] of this.#s.pending.all() as [number, number, number][]) {
-      this.#recompute(tenant, from);
-      this.#s.done.run(tenant, maxId);
+    const byTenant = new Map<number, { from: number; seqs: [number, number][]; maxId: number }>();
+    for (const [tenant, from, first, last, id] of this.#s.pending.all() as number[][]) {
+      const t = byTenant.get(tenant!) ?? { from: from!, seqs: [], maxId: id! };
+      t.from = Math.min(t.from, from!);
+      t.seqs.push([first!, last!]);
+      t.maxId = Math.max(t.maxId, id!);
+      byTenant.set(tenant!, t);
+    }
+    for (const [tenant, t] of byTenant) {
+      this.#recompute(tenant, t.from, (seq) => t.seqs.some(([first, last]) => seq >= first && seq <= last));
+      this.#s.done.run(tenant, t.maxId);
     }
   }
 
@@ -148,7 +158,7 @@ export class InventoryWriter {
       this.#s.clear.run(tenant);
       this.#s.clearHours.run(tenant);
       this.#s.clearOutbox.run(tenant);
-      this.#recompute(tenant, Number.MIN_SAFE_INTEGER);
+      this.#recompute(tenant, Number.MIN_SAFE_INTEGER, () => true);
     }
   }
 
@@ -162,12 +172,13 @@ export class InventoryWriter {
         const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
         hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
       }
-      out.push(...compareInventory(tenant, this.#events(tenant, Number.MIN_SAFE_INTEGER), stored, hours));
+      out.push(...compareInventory(tenant, this.#events(tenant, Number.MIN_SAFE_INTEGER).events, stored, hours));
     }
     return out;
   }
 
-  #events(tenant: number, from: number): TimelineEvent[] {
+  /** The tenant's inventory events at or after `from`, each with its seq. */
+  #events(tenant: number, from: number): { events: TimelineEvent[]; seqs: Map<TimelineEvent, number> } {
     const buckets = new Map<string, string>();
     const bucketId = (name: string) => {
       let id = buckets.get(name);
@@ -179,7 +190,8 @@ export class InventoryWriter {
       }
       return id;
     };
-    return (this.#s.events.all(tenant, from) as EventRow[]).map((r) => {
+    const seqs = new Map<TimelineEvent, number>();
+    const events = (this.#s.events.all(tenant, from) as EventRow[]).map((r) => {
       const e: TimelineEvent = {
         ts: r[2],
         action: actionOf(r[3]),
@@ -194,43 +206,64 @@ export class InventoryWriter {
       if (r[13] !== null) e.bytes = r[13];
       if (r[14] !== null) e.partNumber = r[14];
       if (e.copySource !== undefined) e.copySource = { ...e.copySource, bucket: bucketId(e.copySource.bucket) };
+      seqs.set(e, r[0]);
       return e;
     });
+    return { events, seqs };
   }
 
-  /** Replays the tenant from `from`: entries made at or after it go, entries ended at or after it reopen, then the events redo both. */
-  #recompute(tenant: number, from: number): void {
+  /**
+   * Replays, from `from`, the tenant's events connected to the new ones (scope()): their entries made
+   * at or after it go, those ended at or after it reopen, and the replay redoes both; the deltas move
+   * by the difference.
+   */
+  #recompute(tenant: number, from: number, isNew: (seq: number) => boolean): void {
     const s = this.#s;
-    const deltas = new Deltas();
-    for (const row of s.after.all(tenant, from) as EntryRow[]) deltas.entry(entryOf(row), -1n);
-    s.deleteAfter.run(tenant, from);
-    const alive = new Map<number, Entry>();
-    for (const row of s.reopen.all(tenant, from) as EntryRow[]) {
-      const entry = entryOf(row);
-      deltas.add(entry, entry.end!, 1n);
-      entry.end = null;
-      entry.endedBy = null;
-      alive.set(entry.id!, entry);
+    const { events, seqs } = this.#events(tenant, from);
+    const uploadKeys = new Map<string, string>();
+    for (const id of keylessCompletions(events)) {
+      const [bucket, uploadId] = splitKey(id);
+      const key = s.uploadKey.get(tenant, Number(bucket), uploadId, from, from) as string | undefined;
+      if (key !== undefined) uploadKeys.set(id, key);
     }
-    s.reopenSet.run(tenant, from);
-    const events = this.#events(tenant, from);
-    const t = touched(events);
-    const load = (rows: EntryRow[]) => {
-      for (const row of rows) if (!alive.has(row[0])) alive.set(row[0], entryOf(row));
+    const sc = scope(events, (e) => isNew(seqs.get(e)!), uploadKeys);
+    const rows = new Map<number, EntryRow>();
+    const add = (list: EntryRow[]) => {
+      for (const row of list) rows.set(row[0], row);
     };
-    for (const key of t.keys) {
-      const [bucket, objectKey] = splitKey(key);
-      if (!bucket.startsWith('?')) load(s.atKey.all(tenant, Number(bucket), objectKey) as EntryRow[]);
+    for (const key of sc.keys) {
+      const [bucket, name] = splitKey(key);
+      if (!bucket.startsWith('?')) add(s.atKey.all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
     }
-    for (const key of t.uploads) {
-      const [bucket, uploadId] = splitKey(key);
-      load(s.atUpload.all(tenant, Number(bucket), uploadId) as EntryRow[]);
+    for (const key of sc.uploads) {
+      const [bucket, name] = splitKey(key);
+      add(s.atUpload.all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
     }
-    for (const bucket of t.buckets) load(s.atBucket.all(tenant, Number(bucket)) as EntryRow[]);
-    const { ended, made } = replay([...alive.values()], events);
-    for (const entry of ended) {
-      s.end.run(entry.end, entry.endedBy, entry.id);
-      deltas.add(entry, entry.end!, -1n);
+    for (const bucket of sc.buckets) add(s.atBucket.all({ tenant, bucket: Number(bucket), from }) as EntryRow[]);
+    const deltas = new Deltas();
+    const alive: Entry[] = [];
+    const before = new Map<Entry, [number | null, string | null]>();
+    for (const row of rows.values()) {
+      const entry = entryOf(row);
+      if (entry.start >= from) {
+        // Made by an event the replay redoes.
+        deltas.entry(entry, -1n);
+        s.remove.run(entry.id);
+        continue;
+      }
+      before.set(entry, [entry.end, entry.endedBy]);
+      if (entry.end !== null) {
+        deltas.add(entry, entry.end, 1n);
+        entry.end = null;
+        entry.endedBy = null;
+      }
+      alive.push(entry);
+    }
+    const { made } = replay(alive, sc.events);
+    for (const entry of alive) {
+      if (entry.end !== null) deltas.add(entry, entry.end, -1n);
+      const [end, endedBy] = before.get(entry)!;
+      if (entry.end !== end || entry.endedBy !== endedBy) s.end.run(entry.end, entry.endedBy, entry.id);
     }
     for (const e of made) {
       const a = e.attribution;
