@@ -25,7 +25,7 @@ function stream(name: keyof typeof STREAMS, connections: number, verify: StreamS
   return { name, path: batch === 0 ? '/s3' : '/s3/batch', connections, batch, pool, seed, verify, unique };
 }
 
-export type PhaseTarget = 'hello' | 'validate-only' | 'raw' | 'store' | 'bucketmeter' | 'usage-query';
+export type PhaseTarget = 'hello' | 'validate-only' | 'raw' | 'store' | 'bucketmeter' | 'usage-query' | 'inventory-query';
 
 export interface Phase {
   id: string;
@@ -63,6 +63,7 @@ export function phases(withPostgres: boolean): Phase[] {
     { id: 'single-nousage', title: 'bucketmeter SQLite, POST /s3, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [single()], env: NO_USAGE },
     { id: 'batch1000-nousage', title: 'bucketmeter SQLite, POST /s3/batch x1,000, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [batch1000()], env: NO_USAGE },
     { id: 'usage-query', title: 'bucketmeter SQLite, GET /v1/usage, 30 days of the reference mix', target: 'usage-query', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [] },
+    { id: 'inventory-query', title: 'bucketmeter SQLite, stored bytes and /v1/objects over live versions of 30 days', target: 'inventory-query', backend: 'sqlite', groups: ['sqlite', 'inventory'], streams: [] },
     { id: 'single', title: 'bucketmeter SQLite, POST /s3', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite'], streams: [single()], rssTarget: true },
     { id: 'batch100', title: 'bucketmeter SQLite, POST /s3/batch x100', target: 'bucketmeter', backend: 'sqlite', groups: ['batch', 'sqlite'], streams: [batch100()], rssTarget: true },
     { id: 'batch1000', title: 'bucketmeter SQLite, POST /s3/batch x1,000', target: 'bucketmeter', backend: 'sqlite', groups: ['batch', 'sqlite'], streams: [batch1000()], rssTarget: true },
@@ -78,6 +79,7 @@ export function phases(withPostgres: boolean): Phase[] {
       { id: 'pg-single-nousage', title: 'bucketmeter PostgreSQL, POST /s3, usage rollups off', target: 'bucketmeter', backend: 'postgres', groups: ['postgres', 'usage'], streams: [single()], env: NO_USAGE },
       { id: 'pg-batch1000-nousage', title: 'bucketmeter PostgreSQL, POST /s3/batch x1,000, usage rollups off', target: 'bucketmeter', backend: 'postgres', groups: ['postgres', 'usage'], streams: [batch1000()], env: NO_USAGE },
       { id: 'pg-usage-query', title: 'bucketmeter PostgreSQL, GET /v1/usage, 30 days of the reference mix', target: 'usage-query', backend: 'postgres', groups: ['postgres', 'usage'], streams: [] },
+      { id: 'pg-inventory-query', title: 'bucketmeter PostgreSQL, stored bytes and /v1/objects over live versions of 30 days', target: 'inventory-query', backend: 'postgres', groups: ['postgres', 'inventory'], streams: [] },
       { id: 'pg-single', title: 'bucketmeter PostgreSQL, POST /s3', target: 'bucketmeter', backend: 'postgres', groups: ['postgres'], streams: [single()], rssTarget: true },
       { id: 'pg-batch100', title: 'bucketmeter PostgreSQL, POST /s3/batch x100', target: 'bucketmeter', backend: 'postgres', groups: ['batch', 'postgres'], streams: [batch100()], rssTarget: true },
       { id: 'pg-batch1000', title: 'bucketmeter PostgreSQL, POST /s3/batch x1,000', target: 'bucketmeter', backend: 'postgres', groups: ['batch', 'postgres'], streams: [batch1000()], rssTarget: true },

@@ -27,6 +27,8 @@ export interface Settings {
   usageEvents: number[];
   /** Timed answers per usage query (after two warmups). */
   usageQueryRuns: number;
+  /** Live versions of the inventory query phase. */
+  inventoryVersions: number;
   /** Longest wait for other processes to quieten down before a phase starts. */
   quietWaitSec: number;
   databaseUrl?: string;
@@ -84,6 +86,8 @@ export interface RunRecord {
   disk?: DiskResult;
   /** The usage query phase: per store size, the load, rollup storage and each query's p50. */
   usageQuery?: UsageQueryResult[];
+  /** The inventory query phase: its load and each query's p50. */
+  inventoryQuery?: InventoryQueryResult;
   profiles?: { thread: string; file: string; summary: ProfileSummary }[];
 }
 
@@ -94,6 +98,12 @@ export interface UsageQueryResult {
   rollupBytesPerEvent: number;
   rollupObjects: { name: string; bytes: number }[];
   queries: { name: string; p50Ms: number; rows: number; pages: number }[];
+}
+
+export interface InventoryQueryResult {
+  versions: number;
+  loadSeconds: number;
+  queries: { name: string; p50Ms: number; targetMs: number }[];
 }
 
 export interface StreamSummary {
@@ -426,6 +436,17 @@ export function renderReport(results: BenchResults): string {
         ...size.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${num(q.rows)} | ${q.pages} |`),
       );
     }
+  }
+  for (const run of results.runs.filter((x) => x.ok && x.inventoryQuery !== undefined)) {
+    const inv = run.inventoryQuery!;
+    lines.push(
+      '',
+      `${run.phase} (run ${run.run}): ${num(inv.versions)} live versions over 30 days, loaded by store.commit() with the inventory applied after each 10,000-event unit in ${num(inv.loadSeconds, 1)} s.`,
+      '',
+      '| query | p50 ms | target ms | met |',
+      '|---|--:|--:|---|',
+      ...inv.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${q.targetMs} | ${q.p50Ms <= q.targetMs ? 'yes' : '**no**'} |`),
+    );
   }
   const mixed = p.mixed;
   if (mixed?.peakRssMb !== undefined) {

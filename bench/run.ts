@@ -30,6 +30,7 @@ import { formatProfile, summarizeProfile } from './profile.js';
 import type { RawInsertResult, RawInsertSpec } from './raw-insert.js';
 import { median } from './stats.js';
 import type { UsageLoadResult, UsageLoadSpec } from './usage-query.js';
+import type { InventoryLoadResult, InventoryLoadSpec } from './inventory-load.js';
 import { describeMachine, renderReport, summarize, updateDocs } from './report.js';
 import type { BenchResults, DiskResult, RunRecord, Settings } from './report.js';
 
@@ -69,6 +70,7 @@ function readSettings(): Settings {
     rawRows: quick ? 50_000 : 300_000,
     usageEvents: quick ? [200_000] : [1_000_000, 10_000_000],
     usageQueryRuns: quick ? 5 : 20,
+    inventoryVersions: quick ? 100_000 : 1_000_000,
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
     quietWaitSec: quick ? 0 : 60,
@@ -281,6 +283,54 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
   }
 }
 
+/**
+ * Loads live versions over 30 days (a child), starts the server on it, and times the issue's two
+ * inventory reads: stored bytes per customer and day, and one bucket's first page of objects.
+ */
+async function runInventoryQuery(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-inventory-'));
+  const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
+  try {
+    await schema?.create();
+    const now = Math.floor(Date.now() / 86_400_000) * 86400;
+    const spec: InventoryLoadSpec = { backend: phase.backend!, ...(schema ? { url: schema.url } : { dir }), versions: settings.inventoryVersions, days: 30, now };
+    const loader = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/inventory-load.js'), JSON.stringify(spec)]);
+    let load: InventoryLoadResult;
+    try {
+      load = (await benchMessage<{ result: InventoryLoadResult }>(loader, 'result', 3_600_000)).result;
+    } finally {
+      await loader.stop(10_000);
+    }
+    const server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir: dir, ...(schema ? { databaseUrl: schema.url } : {}), key: load.key });
+    const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+    const queries = [
+      { name: 'GET /v1/usage granularity=day&groupBy=customerId&storage=true, 30 days', path: `/v1/usage?from=${iso(now - 30 * 86400)}&to=${iso(now)}&granularity=day&groupBy=customerId&storage=true`, targetMs: 200 },
+      { name: `GET /v1/objects?bucket=${load.bucket}, first page (100)`, path: `/v1/objects?bucket=${load.bucket}`, targetMs: 50 },
+    ];
+    const results: { name: string; p50Ms: number; targetMs: number }[] = [];
+    try {
+      for (const q of queries) {
+        const times: number[] = [];
+        for (let run = 0; run < settings.usageQueryRuns + 2; run++) {
+          const started = process.hrtime.bigint();
+          const response = await fetch(`${server.url}${q.path}`, { headers: { 'x-api-key': server.key } });
+          if (response.status !== 200) throw new Error(`${q.path}: ${response.status} ${await response.text()}`);
+          await response.arrayBuffer();
+          // The first two are warmup (caches, prepared statements).
+          if (run >= 2) times.push(Number(process.hrtime.bigint() - started) / 1e6);
+        }
+        results.push({ name: q.name, p50Ms: median(times), targetMs: q.targetMs });
+      }
+    } finally {
+      await server.stop(60_000);
+    }
+    record.inventoryQuery = { versions: load.versions, loadSeconds: load.seconds, queries: results };
+  } finally {
+    await schema?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-'));
   const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
@@ -431,6 +481,7 @@ async function main(): Promise<void> {
         if (settings.quietWaitSec > 0) record.quiet = await waitForQuiet(settings.quietWaitSec);
         if (phase.target === 'raw' || phase.target === 'store') await runRaw(settings, phase, record);
         else if (phase.target === 'usage-query') await runUsageQuery(settings, phase, record);
+        else if (phase.target === 'inventory-query') await runInventoryQuery(settings, phase, record);
         else await runHttp(settings, phase, record);
       } catch (error) {
         record.ok = false;

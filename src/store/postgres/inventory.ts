@@ -60,7 +60,10 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
   ) {}
 
-  catchUp(): Promise<void> {
+  async catchUp(): Promise<void> {
+    // Nothing pending (the usual case for a read): no lock, no transaction.
+    const { rows } = await this.guarded(() => this.pool.query('SELECT 1 FROM inventory_outbox LIMIT 1'));
+    if (rows.length === 0) return;
     return this.#locked(async (c) => {
       const { rows } = await c.query<[number, string, string[], string[], string[]]>({
         text: 'SELECT tenant, min(from_ts), array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',

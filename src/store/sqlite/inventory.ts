@@ -113,6 +113,7 @@ export class InventoryWriter {
     const relevant = 'AND (started >= @from OR ended IS NULL OR ended >= @from)';
     this.#s = {
       pending: db.prepare('SELECT tenant, from_ts, first_seq, last_seq, id FROM inventory_outbox').raw(true),
+      any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
       events: db.prepare(EVENTS_SQL).raw(true),
       dictId: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
@@ -133,6 +134,11 @@ export class InventoryWriter {
       all: db.prepare(select).raw(true),
       hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
     };
+  }
+
+  /** Whether the outbox has anything to apply. */
+  pending(): boolean {
+    return this.#s.any.get() === 1;
   }
 
   /** Applies every pending outbox row. The caller runs it in a transaction. */

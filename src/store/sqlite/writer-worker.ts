@@ -212,6 +212,8 @@ class Writer {
   /** One transaction on this thread, so no commit interleaves with a replay. */
   inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null): string | null {
     const s = this.#open();
+    // Nothing pending (the usual case for a read): no transaction, so no fsync.
+    if (op === 'catchUp' && !s.inventory.pending()) return null;
     try {
       s.begin.run();
       let result: string | null = null;
