@@ -49,7 +49,7 @@ function entryOf(r: EntryRow): Entry {
 
 const EVENTS_SQL = `SELECT seq, ts, action, provider_id, coalesce(customer_id, 0), coalesce(feature_id, 0), coalesce(client_type_id, 0), coalesce(client_id, 0),
   bucket_id, object_key, version_id, upload_id, bytes, part_number, event_id, rest
-FROM events WHERE tenant_id = $1 AND ts >= $2 AND action IN (${ACTIONS})`;
+FROM events WHERE tenant_id = $1 AND ts >= $2 AND action IN (${ACTIONS}) AND bucket_id IS NOT NULL`;
 type EventRow = [string, string, number, number, number, number, number, number, number | null, string | null, string | null, string | null, string | null, number | null, string | null, string | null];
 
 const enc = (v: string | undefined) => (v === undefined ? undefined : toPgText(v));

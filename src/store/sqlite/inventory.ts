@@ -99,7 +99,7 @@ function entryOf(r: EntryRow): Entry {
 const EVENTS_SQL = `SELECT e.seq, e.tseq, e.timestamp, e.action, e.provider, coalesce(e.customer, 0), coalesce(e.feature, 0), coalesce(e.client_type, 0),
   coalesce(e.client_id, 0), e.bucket, k.value, e.version_id, e.upload_id, e.bytes, e.part_number, e.event_id, e.rest
 FROM events e LEFT JOIN object_keys k ON k.id = e.object_key
-WHERE e.tenant = ? AND e.timestamp >= ? AND e.action IN (${INVENTORY_ACTION_CODES.join(', ')})`;
+WHERE e.tenant = ? AND e.timestamp >= ? AND e.action IN (${INVENTORY_ACTION_CODES.join(', ')}) AND e.bucket IS NOT NULL`;
 
 type EventRow = [number, number | null, number, number, number, number, number, number, number, number | null, string | null, string | null, string | null, number | null, number | null, string | null, string | null];
 
