@@ -88,7 +88,7 @@ export function compareEvents(a: TimelineEvent, b: TimelineEvent): number {
 }
 
 /** Entries in the order of their creating events (what "the newest live version" means). */
-function compareEntries(a: Entry, b: Entry): number {
+export function compareEntries(a: Entry, b: Entry): number {
   if (a.start !== b.start) return a.start - b.start;
   const r = RANK[a.action]! - RANK[b.action]!;
   if (r !== 0) return r;
@@ -197,14 +197,14 @@ export const splitKey = (key: string): [string, string] => {
 
 /**
  * Replays `events` (any order; sorted here) over `alive`, the entries alive just before the first of
- * them (at least those `touched` names). Entries in `alive` that the replay ends get their end set;
- * returns them with the entries made by the replay.
+ * them (at least those scope() names). Entries in `alive` that the replay ends get their end set;
+ * returns the entries made by the replay.
  */
-export function replay(alive: Entry[], events: TimelineEvent[]): { ended: Entry[]; made: Entry[] } {
+export function replay(alive: Entry[], events: TimelineEvent[]): { made: Entry[] } {
   const state = new Timeline(alive);
   events.sort(compareEvents);
   for (const e of events) state.apply(e);
-  return { ended: alive.filter((e) => e.end !== null), made: state.made };
+  return { made: state.made };
 }
 
 class Timeline {
@@ -366,6 +366,41 @@ class Timeline {
       this.#uploads.delete(k2(entry.bucket, entry.uploadId!));
     }
   }
+}
+
+/**
+ * One catch-up's change, from the stored entries the scope holds (`found`) and the scope's events:
+ * entries made at or after `from` go (their events are replayed), those alive before it are replayed
+ * over (reopened first when they ended at or after it). Returns what to write: the ids to delete,
+ * the stored entries whose end changed, the entries made, and the deltas of all of it.
+ */
+export function redo(found: Entry[], events: TimelineEvent[], from: number): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
+  const deltas = new Deltas();
+  const alive: Entry[] = [];
+  const before = new Map<Entry, [number | null, string | null]>();
+  const removed: number[] = [];
+  for (const entry of found) {
+    if (entry.start >= from) {
+      deltas.entry(entry, -1n);
+      removed.push(entry.id!);
+      continue;
+    }
+    before.set(entry, [entry.end, entry.endedBy]);
+    if (entry.end !== null) {
+      deltas.add(entry, entry.end, 1n);
+      entry.end = null;
+      entry.endedBy = null;
+    }
+    alive.push(entry);
+  }
+  const { made } = replay(alive, events);
+  const ended = alive.filter((entry) => {
+    if (entry.end !== null) deltas.add(entry, entry.end, -1n);
+    const [end, endedBy] = before.get(entry)!;
+    return entry.end !== end || entry.endedBy !== endedBy;
+  });
+  for (const e of made) deltas.entry(e, 1n);
+  return { removed, ended, made, deltas };
 }
 
 /** The per-hour measures of live storage, kept as deltas: what changes where an entry starts or ends. */

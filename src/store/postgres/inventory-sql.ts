@@ -29,7 +29,7 @@ CREATE TABLE inventory (
   ended_by text
 );
 -- Listings and replays by key; replays by upload; the cost feed's intervals by time.
-CREATE INDEX inventory_key ON inventory (tenant, bucket, object_key, started);
+CREATE INDEX inventory_key ON inventory (tenant, bucket, object_key, started DESC);
 CREATE INDEX inventory_upload ON inventory (tenant, bucket, upload_id) WHERE upload_id IS NOT NULL;
 CREATE INDEX inventory_started ON inventory (tenant, started);
 

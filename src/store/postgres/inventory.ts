@@ -9,8 +9,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
-import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
-import { Deltas, deltaKey, keylessCompletions, replay, scope, splitKey } from '../../inventory/timeline.js';
+import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
+import { compareEntries, deltaKey, keylessCompletions, redo, scope, splitKey } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -128,16 +128,17 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
     const g = groups.map((c) => `, ${c}`).join('');
     const filter = where.map((w) => ` AND ${w}`).join('');
-    const sql = `SELECT w.i - 1${g}, sum(u.bytes)::text, sum(u.tail)::text, sum(u.bytes * (w.e - u.hour - 1))::text, sum(u.objects)::text, sum(u.markers)::text,
+    // One scan of the range, each row's window found by width_bucket (a binary search over the bounds).
+    const sql = `SELECT width_bucket(u.hour, $2::integer[]) - 1 AS w${g}, sum(u.bytes)::text, sum(u.tail)::text,
+  sum(u.bytes * (($2::integer[])[width_bucket(u.hour, $2::integer[]) + 1] - u.hour - 1))::text, sum(u.objects)::text, sum(u.markers)::text,
   sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM unnest($2::integer[], $3::integer[]) WITH ORDINALITY AS w(s, e, i)
-JOIN inventory_hours u ON u.tenant = $1 AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
-GROUP BY w.i${g}
+FROM inventory_hours u WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${filter}
+GROUP BY 1${g}
 UNION ALL
 SELECT -1${g}, sum(u.bytes)::text, '0', '0', sum(u.objects)::text, sum(u.markers)::text, sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $4${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
+FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
     const { rows } = await this.guarded(() =>
-      this.pool.query<(string | number | null)[]>({ text: sql, values: [tenantId, q.bounds.slice(0, -1), q.bounds.slice(1), q.bounds[0]], rowMode: 'array' }),
+      this.pool.query<(string | number | null)[]>({ text: sql, values: [tenantId, q.bounds, q.bounds[0], q.bounds[q.bounds.length - 1]], rowMode: 'array' }),
     );
     const n = q.groupBy.length;
     const ids = new Set<number>();
@@ -176,24 +177,29 @@ FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $4${filter}${groups.leng
       params.push(customer);
       where += ` AND customer = $${params.length}`;
     }
+    // Index order (key, newest second first); ties within a second are put in timeline order here.
     // Enough rows for the page in most cases; read again with more when keys repeat (versions, the cursor's key).
     for (let want = q.limit * 2 + 10; ; want *= 4) {
       const { rows } = await this.guarded(() =>
         this.pool.query<EntryRow>({
           text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = $2 AND kind IN (0, 1) AND started <= $3 AND (ended IS NULL OR ended > $3)${where}
-ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LIMIT ${want}`,
+ORDER BY object_key, started DESC LIMIT ${want}`,
           values: params,
           rowMode: 'array',
         }),
       );
-      const decoded = rows.map((r) => [Number(r[0]), ...r.slice(1)] as unknown as EntryRow);
+      const complete = rows.length < want;
+      // The last key may continue past this read: left for a larger one.
+      const lastKey = rows[rows.length - 1]?.[3];
+      const usable = (complete ? rows : rows.filter((r) => r[3] !== lastKey)).map((r) => [Number(r[0]), ...r.slice(1)] as unknown as EntryRow);
+      usable.sort((a, b) => (a[3]! < b[3]! ? -1 : a[3]! > b[3]! ? 1 : -compareEntries(entryOf(a), entryOf(b))));
       const after = q.after === undefined ? undefined : { ...q.after, objectKey: toPgText(q.after.objectKey) };
       const picked: EntryRow[] = [];
-      pickEntries(decoded as unknown as [number, number, number, string | null][], { ...q, after }, (r) => {
+      pickEntries(usable as unknown as [number, number, number, string | null][], { ...q, after }, (r) => {
         picked.push(r as unknown as EntryRow);
         return undefined as never;
       });
-      if (picked.length >= q.limit || rows.length < want) return this.#records(picked);
+      if (picked.length >= q.limit || complete) return this.#records(picked);
     }
   }
 
@@ -394,33 +400,8 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
     if (sc.buckets.size > 0) {
       add(await q(`SELECT ${cols} FROM inventory i WHERE i.tenant = $1 AND i.bucket = ANY($2::integer[]) AND $3::int IS NULL ${relevant}`, [tenant, [...sc.buckets].map(Number), null, from]));
     }
-    const deltas = new Deltas();
-    const alive: Entry[] = [];
-    const before = new Map<Entry, [number | null, string | null]>();
-    const removed: number[] = [];
-    for (const row of found.values()) {
-      const entry = entryOf(row);
-      if (entry.start >= from) {
-        // Made by an event the replay redoes.
-        deltas.entry(entry, -1n);
-        removed.push(entry.id!);
-        continue;
-      }
-      before.set(entry, [entry.end, entry.endedBy]);
-      if (entry.end !== null) {
-        deltas.add(entry, entry.end, 1n);
-        entry.end = null;
-        entry.endedBy = null;
-      }
-      alive.push(entry);
-    }
+    const { removed, ended, made, deltas } = redo([...found.values()].map(entryOf), sc.events, from);
     if (removed.length > 0) await c.query('DELETE FROM inventory WHERE id = ANY($1::bigint[])', [removed]);
-    const { made } = replay(alive, sc.events);
-    const ended = alive.filter((entry) => {
-      if (entry.end !== null) deltas.add(entry, entry.end, -1n);
-      const [end, endedBy] = before.get(entry)!;
-      return entry.end !== end || entry.endedBy !== endedBy;
-    });
     if (ended.length > 0) {
       await c.query('UPDATE inventory i SET ended = u.e, ended_by = u.b FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, e, b) WHERE i.id = u.id', [
         ended.map((e) => e.id),
@@ -454,7 +435,6 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC LI
           col((e) => e.endedBy),
         ],
       );
-      for (const e of made) deltas.entry(e, 1n);
     }
     const rows = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n));
     if (rows.length > 0) {

@@ -7,7 +7,7 @@
 import type { Statement } from 'better-sqlite3';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
-import { Deltas, deltaKey, keylessCompletions, replay, scope, splitKey } from '../../inventory/timeline.js';
+import { deltaKey, keylessCompletions, redo, scope, splitKey } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -246,36 +246,13 @@ export class InventoryWriter {
       add(s.atUpload.all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
     }
     for (const bucket of sc.buckets) add(s.atBucket.all({ tenant, bucket: Number(bucket), from }) as EntryRow[]);
-    const deltas = new Deltas();
-    const alive: Entry[] = [];
-    const before = new Map<Entry, [number | null, string | null]>();
-    for (const row of rows.values()) {
-      const entry = entryOf(row);
-      if (entry.start >= from) {
-        // Made by an event the replay redoes.
-        deltas.entry(entry, -1n);
-        s.remove.run(entry.id);
-        continue;
-      }
-      before.set(entry, [entry.end, entry.endedBy]);
-      if (entry.end !== null) {
-        deltas.add(entry, entry.end, 1n);
-        entry.end = null;
-        entry.endedBy = null;
-      }
-      alive.push(entry);
-    }
-    const { made } = replay(alive, sc.events);
-    for (const entry of alive) {
-      if (entry.end !== null) deltas.add(entry, entry.end, -1n);
-      const [end, endedBy] = before.get(entry)!;
-      if (entry.end !== end || entry.endedBy !== endedBy) s.end.run(entry.end, entry.endedBy, entry.id);
-    }
+    const { removed, ended, made, deltas } = redo([...rows.values()].map(entryOf), sc.events, from);
+    for (const id of removed) s.remove.run(id);
+    for (const entry of ended) s.end.run(entry.end, entry.endedBy, entry.id);
     for (const e of made) {
       const a = e.attribution;
       s.insert.run(tenant, KIND_CODE[e.kind], Number(e.bucket), e.objectKey, e.versionId, e.uploadId, e.partNumber, e.size, e.start, e.createdBy, KINDS[e.action].code,
         a.provider, a.customer, a.feature, a.clientType, a.clientId, e.end, e.endedBy);
-      deltas.entry(e, 1n);
     }
     for (const row of deltas.rows.values()) {
       if (row.values.every((v) => v === 0n)) continue;
