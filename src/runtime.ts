@@ -147,7 +147,7 @@ export function createValidator(config: Config): EventValidator {
 }
 
 export async function startNode(config: Config, logger: Logger, store: Store): Promise<Node> {
-  const metrics: Metrics = createMetrics({ writeQueueEvents: () => committer.waitingEvents });
+  const metrics: Metrics = createMetrics({ writeQueueEvents: () => committer.waitingEvents, inventoryLag: () => store.inventory.lag() });
   const log = instrumentEventLog(store, metrics);
   const committer = createCommitter(config, logger, store, log);
   const scrape = processScraper(metrics);

@@ -5,10 +5,13 @@
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { PrometheusContentType } from 'prom-client';
+import type { InventoryLag } from '../store/types.js';
 
 export interface MetricsSources {
   /** Events waiting for commit (queued and committing) now. */
   writeQueueEvents: () => number;
+  /** How far the object inventory is behind the events (usage rollups never are: same transaction). */
+  inventoryLag: () => Promise<InventoryLag>;
 }
 
 export interface Metrics {
@@ -34,6 +37,29 @@ export function createMetrics(sources: MetricsSources): Metrics {
     registers,
     collect() {
       this.set(sources.writeQueueEvents());
+    },
+  });
+  // A store that cannot answer now keeps the last reading: the scrape itself must not fail.
+  const inventoryLag = () => sources.inventoryLag().catch(() => undefined);
+  // One store behind every worker: its lag is reported once (the highest reading), never summed.
+  new Gauge({
+    name: 'bucketmeter_inventory_pending',
+    help: 'Event commits whose changes the object inventory has not applied yet (a read applies them first).',
+    registers,
+    aggregator: 'max',
+    async collect() {
+      const lag = await inventoryLag();
+      if (lag !== undefined) this.set(lag.pending);
+    },
+  });
+  new Gauge({
+    name: 'bucketmeter_inventory_lag_seconds',
+    help: 'Age of the oldest event commit the object inventory has not applied yet; 0 when caught up.',
+    registers,
+    aggregator: 'max',
+    async collect() {
+      const lag = await inventoryLag();
+      if (lag !== undefined) this.set(lag.oldestSeconds);
     },
   });
   return {

@@ -108,6 +108,16 @@ describe('/metrics', () => {
       assert.equal(total(samples, 'bucketmeter_processes'), 1);
       for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) assert.ok(samples.some((s) => s.name === name), name);
 
+      // A read applies the inventory's pending commits first: afterwards nothing is behind.
+      const hour = Math.ceil(Date.now() / 3_600_000) + 1;
+      const [from, to] = [hour - 24 * 399, hour].map((h) => new Date(h * 3_600_000).toISOString());
+      const usage = await request(`${server.url}/v1/usage?from=${from}&to=${to}&storage=true`, { key });
+      assert.equal(usage.status, 200, usage.text);
+      const afterRead = await scrape(server.url);
+      for (const name of ['bucketmeter_inventory_pending', 'bucketmeter_inventory_lag_seconds']) assert.ok(afterRead.some((s) => s.name === name), name);
+      assert.equal(total(afterRead, 'bucketmeter_inventory_pending'), 0);
+      assert.equal(total(afterRead, 'bucketmeter_inventory_lag_seconds'), 0);
+
       const withQuery = await request(`${server.url}/metrics?name=x`);
       assert.equal(withQuery.json.code, 'BM_ERR_QUERY_INVALID', 'no parameter is silently ignored here either');
       const unknown = await request(`${server.url}/nowhere`);
