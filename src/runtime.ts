@@ -196,15 +196,21 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   };
   await purge();
   const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
-  // The inventory's outbox, applied by the job owner every second so reads seldom have anything to catch up.
-  let applying = false;
+  // The inventory's outbox, applied by the job owner in the background so that reads seldom have much
+  // to apply first. A catch-up replays the events since the earliest pending timestamp (late events
+  // widen that), so the next one waits ten times as long as it took (at least a second): the writer
+  // spends at most about a tenth of its time on it, and a read applies whatever is pending itself.
+  let inventoryTimer: NodeJS.Timeout | undefined;
+  let stopping = false;
   const applyInventory = async () => {
-    if (applying || !(await store.claimJobs())) return;
-    applying = true;
-    await store.inventory.catchUp().catch((err: unknown) => logger.warn({ err }, 'inventory catch-up failed; will retry'));
-    applying = false;
+    const started = performance.now();
+    if (await store.claimJobs().catch(() => false)) {
+      await store.inventory.catchUp().catch((err: unknown) => logger.warn({ err }, 'inventory catch-up failed; will retry'));
+    }
+    const wait = Math.max(INVENTORY_CATCH_UP_MS, 10 * (performance.now() - started));
+    if (!stopping) inventoryTimer = setTimeout(() => void applyInventory(), wait).unref();
   };
-  const inventoryTimer = setInterval(() => void applyInventory(), INVENTORY_CATCH_UP_MS).unref();
+  inventoryTimer = setTimeout(() => void applyInventory(), INVENTORY_CATCH_UP_MS).unref();
 
   await app.listen({ port: config.port, host: config.host });
   const metricsServer = config.metricsPort !== undefined && !cluster.isWorker ? await listenMetrics({ port: config.metricsPort, host: config.host, scrape }) : undefined;
@@ -218,7 +224,8 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     close: () =>
       (closing ??= (async () => {
         clearInterval(purgeTimer);
-        clearInterval(inventoryTimer);
+        stopping = true;
+        clearTimeout(inventoryTimer);
         metricsServer?.close();
         // Node closes the connections idle when the stop begins, not those whose request ends after:
         // each would hold the stop for the keep-alive timeout (65 s).
