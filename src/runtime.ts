@@ -33,6 +33,8 @@ import { SetupError } from './setup-error.js';
 import type { EventLog, Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
 import { UsageService } from './usage/service.js';
+import { CostService } from './costs/service.js';
+import { loadPricing } from './pricing/setup.js';
 
 /** How often the job owner applies the inventory outbox. */
 const INVENTORY_CATCH_UP_MS = 1000;
@@ -174,6 +176,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
     usage: new UsageService(store.usage, store.inventory),
     objects: new ObjectsService(store.inventory),
+    costs: new CostService({ usage: store.usage, pricing: loadPricing(config) }),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),

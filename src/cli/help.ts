@@ -72,6 +72,20 @@ const COMMANDS: Record<string, Help> = {
     ],
     settings: STORE,
   },
+  costs: {
+    usage: 'bucketmeter costs --tenant NAME --from T --to T [--granularity G] [--timeZone Z] [--groupBy D,...] [--DIMENSION V ...] [--csv | --json | --focus] [store settings] [--prices DIR] [--bucket-plans FILE]',
+    about: 'The GET /v1/costs answer for a tenant (every page), as a table, CSV, JSON, or FOCUS CSV of the fine rows; flags are the API parameters, filters repeatable.',
+    flags: [
+      ['--tenant NAME', 'tenant (required)'],
+      ['--from T, --to T', 'ISO 8601 with a zone, whole hours (required)'],
+      ['--granularity G', 'hour, day, month or none (default none)'],
+      ['--timeZone Z', 'IANA zone (default UTC)'],
+      ['--groupBy D,...', 'provider, bucket, customerId, featureId, clientType, clientId, action'],
+      ['--customerId V ...', 'filter by any dimension, repeatable; an empty value matches none'],
+      ['--csv, --json, --focus', 'output format (default a table); --focus: FinOps FOCUS 1.2 CSV'],
+    ],
+    settings: [...STORE, 'prices', 'bucketPlans'],
+  },
   'usage verify': {
     usage: 'bucketmeter usage verify --from DAY --to DAY [--tenant NAME] [store settings]',
     about: 'Checks, per UTC day, that receipts add up and equal the events stored, and that every rollup equals the events; exit 1 on any difference.',

@@ -25,6 +25,7 @@ import { preflight } from './preflight.js';
 import { terminalSafe, terminalSafeJson } from './terminal-safe.js';
 import { printTable } from './table.js';
 import { CliUsageError, USAGE_FLAGS, usageCommand } from './usage.js';
+import { costsCommand } from './costs.js';
 
 class UsageError extends Error {}
 
@@ -58,14 +59,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 2;
   }
-  if (!['serve', 'keys', 'quarantine', 'prices', 'usage'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (!['serve', 'keys', 'quarantine', 'prices', 'usage', 'costs'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   // Filters repeat (arrays); settings never do.
   const config = loadConfig(Object.fromEntries(Object.entries(values).filter(([, v]) => !Array.isArray(v))) as Record<string, string | boolean>, process.env);
   const tenantProblem = command === 'keys' && sub === 'create' && values.tenant !== undefined ? tenantNameProblem(values.tenant) : undefined;
   if (tenantProblem !== undefined) throw new UsageError(tenantProblem);
   switch (command) {
     case 'serve':
-      loadPricing(config); // refuse to start on a bad price catalogue; /v1/costs will use it
+      loadPricing(config); // refuse to start on a bad price catalogue, before opening the store
       return serve(config);
     case 'prices': {
       const code = pricesCommand(loadPricing(config), sub, arg, printTable);
@@ -76,6 +77,11 @@ export async function main(argv: string[]): Promise<number> {
       return withStore(config, sub === 'create' && values.init === true, (store) => keys(store, sub, arg, values.tenant, values.scope));
     case 'usage':
       return withStore(config, false, (store) => usageCommand(store, sub, values, (name) => tenantIdsOf(store, name)));
+    case 'costs': {
+      if (sub !== undefined) throw new UsageError('costs takes no subcommand');
+      const pricing = loadPricing(config);
+      return withStore(config, false, (store) => costsCommand(store, pricing, values, async (name) => (await tenantIdOf(store, name))!));
+    }
     default:
       return withStore(config, false, (store) => quarantine(store, config, sub, arg, values));
   }

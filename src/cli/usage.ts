@@ -22,20 +22,21 @@ export const USAGE_FLAGS = {
   storage: { type: 'string' },
   csv: { type: 'boolean' },
   json: { type: 'boolean' },
+  focus: { type: 'boolean' },
   ...Object.fromEntries(DIMENSIONS.map((d) => [d, { type: 'string', multiple: true }])),
 } as const;
 
 export class CliUsageError extends Error {}
 
-type Values = Record<string, string | boolean | string[] | undefined>;
+export type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** The API's query from flags: only the parameters the API knows. */
-function apiParams(values: Values, names: readonly string[]): Record<string, unknown> {
+export function apiParams(values: Values, names: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(names.filter((n) => values[n] !== undefined).map((n) => [n, values[n]]));
 }
 
 /** Runs `run`, printing a refused parameter set as the API would name it. */
-async function withParams<T>(run: () => Promise<T>): Promise<T> {
+export async function withParams<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {

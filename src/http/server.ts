@@ -29,10 +29,12 @@ import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { statusRoutes } from './routes/status.js';
 import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
+import { costRoutes } from './routes/costs.js';
 import { usageRoutes } from './routes/usage.js';
 import { objectsRoutes } from './routes/objects.js';
 import type { ObjectsService } from '../inventory/objects.js';
 import type { UsageService } from '../usage/service.js';
+import type { CostService } from '../costs/service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -60,6 +62,7 @@ export interface HttpDeps {
   health: HealthService;
   usage: UsageService;
   objects: ObjectsService;
+  costs: CostService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
@@ -153,6 +156,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(telemetryRoutes(deps.telemetry, new RateLimiter(TELEMETRY_REQUESTS_PER_SECOND, 10_000)));
   await app.register(usageRoutes(deps.usage));
   await app.register(objectsRoutes(deps.objects));
+  await app.register(costRoutes(deps.costs));
   if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
   await app.register(openApiRoutes());
   return app;

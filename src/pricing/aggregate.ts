@@ -21,35 +21,45 @@ export interface GroupedCost extends CostTotals {
   readonly start: number;
   /** One value per groupBy dimension; unallocated rows carry null and `unallocated: true`. */
   readonly dimensions: Readonly<Record<string, string | null>>;
+  /** The plan, when the groupBy holds provider or bucket (a provider's buckets may have several); else null. */
+  readonly planId: string | null;
+  /** Amounts of different currencies are never added: null for unpriced rows. */
+  readonly currency: string | null;
   readonly unallocated: boolean;
   readonly unpriced: boolean;
 }
 
+/** A fine row of one provider account (the engine prices one at a time and knows no provider). */
+export type ProviderCostRow = CostRow & { readonly provider?: string };
+
 /**
- * Groups fine rows by window (windowOf maps an hour to its window's start) and dimensions. The
- * provider is not part of an Attribution: the caller prices one provider account at a time and
- * passes it here.
+ * Groups fine rows by window (windowOf maps an hour to its window's start), dimensions, currency
+ * and, when the groupBy holds provider or bucket, plan. `provider`: the provider of rows that carry
+ * none.
  */
-export function groupCosts(rows: readonly CostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = ''): GroupedCost[] {
-  const groups = new Map<string, { start: number; dimensions: Record<string, string | null>; unallocated: boolean; unpriced: boolean; sums: Record<keyof CostTotals, bigint> }>();
+export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = ''): GroupedCost[] {
+  const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
+  const groups = new Map<string, { g: Omit<GroupedCost, keyof CostTotals>; sums: Record<keyof CostTotals, bigint> }>();
   for (const r of rows) {
     const start = windowOf(r.hour);
-    const dimensions = Object.fromEntries(groupBy.map((d) => [d, d === 'provider' ? provider : (r.key?.[d] ?? null)]));
+    const values = groupBy.map((d) => (d === 'provider' ? (r.provider ?? provider) : (r.key?.[d] ?? null)));
+    const planId = byPlan ? r.planId : null;
     const unallocated = r.key === null;
     const unpriced = r.category === 'unpriced';
-    const id = JSON.stringify([start, dimensions, unallocated, unpriced]);
-    let g = groups.get(id);
-    if (g === undefined) {
-      g = { start, dimensions, unallocated, unpriced, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
-      groups.set(id, g);
+    const id = `${start}\u0000${values.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${planId}\u0000${r.currency}\u0000${unallocated}\u0000${unpriced}`;
+    let group = groups.get(id);
+    if (group === undefined) {
+      const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
+      group = { g: { start, dimensions, planId, currency: r.currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
+      groups.set(id, group);
     }
     const column = CATEGORY_COLUMN[r.category];
     const units = costUnits(r.cost);
-    if (column !== undefined) g.sums[column] += units;
-    g.sums.totalCost += units;
+    if (column !== undefined) group.sums[column] += units;
+    group.sums.totalCost += units;
   }
   return [...groups.values()]
-    .map(({ sums, ...g }) => ({
+    .map(({ g, sums }) => ({
       ...g,
       storageCost: unitsText(sums.storageCost, COST_PLACES),
       requestCost: unitsText(sums.requestCost, COST_PLACES),
@@ -57,7 +67,19 @@ export function groupCosts(rows: readonly CostRow[], groupBy: readonly CostDimen
       otherCost: unitsText(sums.otherCost, COST_PLACES),
       totalCost: unitsText(sums.totalCost, COST_PLACES),
     }))
-    .sort((a, b) => a.start - b.start || JSON.stringify(a.dimensions).localeCompare(JSON.stringify(b.dimensions)) || Number(a.unallocated) - Number(b.unallocated));
+    .sort(compareGroups);
+}
+
+const compareText = (a: string | null, b: string | null): number => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
+
+/** By start, then each dimension (none first, then by code point), plan, currency; unallocated after keys, unpriced last. */
+export function compareGroups(a: Omit<GroupedCost, keyof CostTotals>, b: Omit<GroupedCost, keyof CostTotals>): number {
+  if (a.start !== b.start) return a.start - b.start;
+  for (const d of Object.keys(a.dimensions)) {
+    const c = compareText(a.dimensions[d]!, b.dimensions[d]!);
+    if (c !== 0) return c;
+  }
+  return compareText(a.planId, b.planId) || compareText(a.currency, b.currency) || Number(a.unallocated) - Number(b.unallocated) || Number(a.unpriced) - Number(b.unpriced);
 }
 
 const CATEGORY_COLUMN: Record<CostRow['category'], keyof CostTotals | undefined> = {

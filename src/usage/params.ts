@@ -24,12 +24,16 @@ export interface UsageRequest {
   timeZone: string;
   groupBy: Dimension[];
   filters: Partial<Record<Dimension, string[]>>;
-  format: 'json' | 'csv';
+  format: Format;
   limit: number;
   cursor?: string;
   /** Adds the storage measures (inventory/measures.ts STORAGE_MEASURES) after the request measures. */
   storage: boolean;
 }
+
+/** Answer formats: usage has json and csv; cost adds focus (FinOps FOCUS CSV). */
+export type Format = 'json' | 'csv' | 'focus';
+const USAGE_FORMATS: readonly Format[] = ['json', 'csv'];
 
 /** A range of whole days (reconcile, verify) or whole hours (rebuild). */
 export interface ReconcileRequest {
@@ -108,8 +112,11 @@ class Params {
 
 const USAGE_PARAMS = ['from', 'to', 'granularity', 'timeZone', 'groupBy', 'format', 'limit', 'cursor', 'storage', ...DIMENSIONS];
 
-/** `accept`: the Accept header; text/csv chooses CSV when no format is given. */
-export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
+/**
+ * `accept`: the Accept header; text/csv chooses CSV when no format is given. `formats`: those the
+ * endpoint answers (/v1/costs adds focus to the same parameters).
+ */
+export function parseUsageParams(raw: Raw, accept?: string, formats: readonly Format[] = USAGE_FORMATS): UsageRequest {
   const p = new Params(raw, USAGE_PARAMS);
   const from = p.instant('from', 3600);
   const to = p.instant('to', 3600);
@@ -143,7 +150,7 @@ export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
 
   let format = p.one('format');
   if (format === undefined) format = accept !== undefined && /\btext\/csv\b/i.test(accept) ? 'csv' : 'json';
-  if (format !== 'json' && format !== 'csv') p.fail('format', 'unknown format', 'json or csv', shown(format));
+  if (!(formats as readonly string[]).includes(format)) p.fail('format', 'unknown format', formats.join(', '), shown(format));
 
   let limit = MAX_ROWS;
   const limitText = p.one('limit');
@@ -163,7 +170,7 @@ export function parseUsageParams(raw: Raw, accept?: string): UsageRequest {
     timeZone,
     groupBy,
     filters,
-    format: format as 'json' | 'csv',
+    format: format as Format,
     limit,
     ...(cursor === undefined ? {} : { cursor }),
   });

@@ -47,7 +47,7 @@ export interface Difference {
 const compareText = (a: string | null, b: string | null): number => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
 
 /** Rows by start, then by each dimension's value (none first, then by code point). */
-function compareRows(a: { start: number; values: (string | null)[] }, b: { start: number; values: (string | null)[] }): number {
+export function compareRows(a: { start: number; values: (string | null)[] }, b: { start: number; values: (string | null)[] }): number {
   if (a.start !== b.start) return a.start - b.start;
   for (let i = 0; i < a.values.length; i++) {
     const c = compareText(a.values[i]!, b.values[i]!);
@@ -57,11 +57,12 @@ function compareRows(a: { start: number; values: (string | null)[] }, b: { start
 }
 
 /** The cursor is the last row's sort key: pages stay in order even when late events add rows. */
-function encodeCursor(row: UsageRow): string {
+export function encodeCursor(row: { start: number; values: (string | null)[] }): string {
   return Buffer.from(JSON.stringify([row.start, ...row.values])).toString('base64url');
 }
 
-function decodeCursor(cursor: string, groupBy: readonly Dimension[]): { start: number; values: (string | null)[] } {
+/** `width`: the number of values in a row's sort key. */
+export function decodeCursor(cursor: string, width: number): { start: number; values: (string | null)[] } {
   let key: unknown;
   try {
     key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -70,7 +71,7 @@ function decodeCursor(cursor: string, groupBy: readonly Dimension[]): { start: n
   }
   if (
     Array.isArray(key) &&
-    key.length === groupBy.length + 1 &&
+    key.length === width + 1 &&
     Number.isSafeInteger(key[0]) &&
     key.slice(1).every((v) => v === null || typeof v === 'string')
   ) {
@@ -82,7 +83,7 @@ function decodeCursor(cursor: string, groupBy: readonly Dimension[]): { start: n
 }
 
 /** A read stopped at its budget (no reader thread free in time) is a 503 the caller may retry. */
-async function timed<T>(read: Promise<T>): Promise<T> {
+export async function timed<T>(read: Promise<T>): Promise<T> {
   try {
     return await read;
   } catch (err) {
@@ -107,6 +108,20 @@ function withStorage(requests: UsageStoreRow[], storage: UsageStoreRow[]): Usage
   return [...rows.values()];
 }
 
+/** The query's window boundaries (hours since the epoch); a zone off whole hours is the client's 400. */
+export function requestBounds(request: UsageRequest): number[] {
+  try {
+    return windowBounds(request.from / 3600, request.to / 3600, request.granularity, request.timeZone);
+  } catch (err) {
+    if (err instanceof ZoneNotExactError) {
+      throw new BmError('BM_ERR_USAGE_ZONE_NOT_EXACT', err.message, {
+        errors: [{ path: '/timeZone', message: err.message, expected: 'a zone whose offsets are whole hours in this range, or granularity=none', received: JSON.stringify(request.timeZone) }],
+      });
+    }
+    throw err;
+  }
+}
+
 export class UsageService {
   constructor(
     private readonly usage: UsageStore,
@@ -114,19 +129,9 @@ export class UsageService {
   ) {}
 
   async query(tenantId: number, request: UsageRequest): Promise<UsagePage> {
-    let bounds: number[];
-    try {
-      bounds = windowBounds(request.from / 3600, request.to / 3600, request.granularity, request.timeZone);
-    } catch (err) {
-      if (err instanceof ZoneNotExactError) {
-        throw new BmError('BM_ERR_USAGE_ZONE_NOT_EXACT', err.message, {
-          errors: [{ path: '/timeZone', message: err.message, expected: 'a zone whose offsets are whole hours in this range, or granularity=none', received: JSON.stringify(request.timeZone) }],
-        });
-      }
-      throw err;
-    }
+    const bounds = requestBounds(request);
     const shape = shapeFor([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])]);
-    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy);
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length);
     const [requests, storage] = await Promise.all([
       timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters })),
       request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters })) : undefined,

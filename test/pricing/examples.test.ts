@@ -19,6 +19,7 @@ function summary(rows: CostRow[]): string[] {
   }
   return [...counts].map(([id, n]) => `${n} x ${id}`);
 }
+/** In the API's row order: a dimension's none (here the unallocated row) first, as /v1/usage orders. */
 const totals = (rows: CostRow[]) => groupCosts(rows, ['customerId'], () => 0).map((g) => `${g.unallocated ? 'unallocated' : g.dimensions.customerId} ${g.totalCost}`);
 
 describe('worked examples (README "Cost")', () => {
@@ -31,14 +32,14 @@ describe('worked examples (README "Cost")', () => {
   it('daily peak (Cloudflare R2)', () => {
     const rows = priceMonth(dailyPeakExample);
     assert.deepEqual(summary(rows), ['24 x storage acme 0.0083333333', '6 x storage globex 0.0083333333', '1 x storage-round-up unallocated 0.0050000000']);
-    assert.deepEqual(totals(rows), ['acme 0.1999999992', 'globex 0.0499999998', 'unallocated 0.0050000000']);
+    assert.deepEqual(totals(rows), ['unallocated 0.0050000000', 'acme 0.1999999992', 'globex 0.0499999998']);
     assert.ok(rows.filter((r) => r.key?.customerId === 'globex').every((r) => r.hour >= NOV + 6 * HOUR && r.hour < NOV + 12 * HOUR), 'shares stay in the hours that held the bytes');
   });
 
   it('daily snapshot (Wasabi): minimum object size, minimum duration, monthly minimum', () => {
     const rows = priceMonth(dailySnapshotExample);
     assert.deepEqual(summary(rows), ['30 x storage acme 0.1331666667', '1 x storage globex 0.0000009922', '1 x early-delete acme 0.2080729167', '1 x monthly-minimum unallocated 3.9949990078']);
-    assert.deepEqual(totals(rows), ['acme 4.2030729177', 'globex 0.0000009922', 'unallocated 3.9949990078']);
+    assert.deepEqual(totals(rows), ['unallocated 3.9949990078', 'acme 4.2030729177', 'globex 0.0000009922']);
     assert.equal(sumCosts(rows.filter((r) => r.charge !== 'early-delete').map((r) => r.cost)), '7.9900000010', '1 TB-month at $7.99');
     const early = rows.find((r) => r.charge === 'early-delete')!;
     assert.equal(early.category, 'other');

@@ -1,0 +1,251 @@
+/**
+ * Cost: per tenant, per provider account and plan, per UTC calendar month that the query overlaps,
+ * the pricing engine's account-month is built from the usage rollups (requests and billable egress
+ * per attribution key × hour, the fine shape) and the object inventory (StorageFeed), priced whole
+ * (tiers and allowances are consumed from the month's start, whatever the query's range), then cut
+ * to the query's windows and filters and summed exactly. Knows nothing of HTTP.
+ */
+import type { CostDimension, GroupedCost, ProviderCostRow } from '../pricing/aggregate.js';
+import { groupCosts } from '../pricing/aggregate.js';
+import { planIdFor } from '../pricing/assignment.js';
+import { versionAt } from '../pricing/catalogue.js';
+import { monthBounds, priceMonth, unpricedRows } from '../pricing/engine.js';
+import type { PricePlan } from '../pricing/plan.js';
+import type { Attribution, KeyHour } from '../pricing/quantities.js';
+import type { Pricing } from '../pricing/setup.js';
+import type { StorageFeed, StorageKey, UsageStore } from '../store/types.js';
+import type { UsageRequest } from '../usage/params.js';
+import { compareRows, decodeCursor, encodeCursor, requestBounds, timed } from '../usage/service.js';
+import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
+import type { Dimension } from '../usage/shapes.js';
+import type { StorageHour } from './storage.js';
+import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
+
+const HOUR = 3600;
+const DAY = 86400;
+const FINE = SHAPES.find((s) => s.name === 'fine')!;
+const REQUESTS = MEASURES.indexOf('requests');
+const EGRESS = MEASURES.indexOf('billableEgressBytes');
+
+export interface CostRowOut extends GroupedCost {
+  readonly end: number;
+}
+
+export interface CostPage {
+  rows: CostRowOut[];
+  nextCursor: string | null;
+}
+
+/** One provider account on one plan in one month: the fine rows of its pricing. */
+export interface PricedAccount {
+  readonly provider: string;
+  readonly month: string;
+  readonly rows: ProviderCostRow[];
+}
+
+interface Account {
+  provider: string;
+  /** undefined: the provider has no plan (unpriced). */
+  planId: string | undefined;
+  versions: readonly PricePlan[];
+  quantities: Map<string, Mutable<KeyHour>>;
+  storage: StorageHours;
+  /** daily-peak plans: the account's peak live bytes per UTC day. */
+  peaks?: Map<number, bigint>;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+const attributionId = (hour: number, a: Attribution) =>
+  `${hour}\u0000${[a.bucket, a.customerId, a.featureId, a.clientType, a.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${a.action}`;
+
+function attributionOf(key: StorageKey): Attribution {
+  return { customerId: key.customerId, featureId: key.featureId, clientType: key.clientType, clientId: key.clientId, bucket: key.bucket, action: key.action };
+}
+
+/** UTC months (YYYY-MM) overlapping [from, to). */
+export function monthsOf(from: number, to: number): string[] {
+  const out: string[] = [];
+  const d = new Date(from * 1000);
+  for (let y = d.getUTCFullYear(), m = d.getUTCMonth(); Date.UTC(y, m, 1) / 1000 < to; m++) {
+    out.push(new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 7));
+  }
+  return out;
+}
+
+/** Whether a fine row passes the filters: '' matches none; an unallocated row (no key) passes only provider filters. */
+function matches(row: ProviderCostRow, filters: UsageRequest['filters']): boolean {
+  for (const [d, values] of Object.entries(filters) as [Dimension, string[]][]) {
+    const value = d === 'provider' ? (row.provider ?? null) : row.key === null ? undefined : row.key[d];
+    if (value === undefined) return false;
+    if (!values.some((v) => (v === '' ? value === null : value === v))) return false;
+  }
+  return true;
+}
+
+export interface CostDeps {
+  usage: UsageStore;
+  /** The object inventory; without it storage costs nothing (usage-only stores). */
+  storage?: StorageFeed;
+  pricing: Pricing;
+  /** Epoch seconds now: a month is complete (month-end charges known) once it is over. */
+  now?: () => number;
+}
+
+export class CostService {
+  constructor(private readonly deps: CostDeps) {}
+
+  /**
+   * The fine rows of every account-month overlapping the request, cut to [from, to) and the
+   * filters: what /v1/costs groups, and what the FOCUS export writes row by row.
+   */
+  async fineRows(tenantId: number, request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Promise<PricedAccount[]> {
+    const out: PricedAccount[] = [];
+    for (const month of monthsOf(request.from, request.to)) {
+      for (const account of await this.priceMonth(tenantId, month, request.filters.provider)) {
+        const rows = account.rows.filter((r) => r.hour >= request.from && r.hour < request.to && matches(r, request.filters));
+        if (rows.length > 0) out.push({ ...account, rows });
+      }
+    }
+    return out;
+  }
+
+  async query(tenantId: number, request: UsageRequest): Promise<CostPage> {
+    const bounds = requestBounds(request);
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length + 4);
+    const fromHour = request.from / HOUR;
+    // The window of each hour of the range: its start and end.
+    const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);
+    for (let w = 0; w + 1 < bounds.length; w++) windowOfHour.fill(w, bounds[w]! - fromHour, bounds[w + 1]! - fromHour);
+    const rows: ProviderCostRow[] = [];
+    for (const account of await this.fineRows(tenantId, request)) for (const r of account.rows) rows.push(r);
+    const groups = groupCosts(rows, request.groupBy as CostDimension[], (hour) => bounds[windowOfHour[hour / HOUR - fromHour]!]! * HOUR);
+    const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
+    const page: CostRowOut[] = [];
+    let more = false;
+    for (const g of groups) {
+      if (after !== undefined && compareRows({ start: g.start, values: sortValues(g, request.groupBy) }, after) <= 0) continue;
+      if (page.length === request.limit) {
+        more = true;
+        break;
+      }
+      page.push({ ...g, end: ends.get(g.start)! });
+    }
+    const last = page[page.length - 1];
+    return { rows: page, nextCursor: more && last !== undefined ? encodeCursor({ start: last.start, values: sortValues(last, request.groupBy) }) : null };
+  }
+
+  /** Every account of the tenant in one month, priced whole; `providers`: only these (a provider filter: accounts are apart). */
+  async priceMonth(tenantId: number, month: string, providers?: readonly string[]): Promise<PricedAccount[]> {
+    const { book, assignment } = this.deps.pricing;
+    const { start, end } = monthBounds(month);
+    const accounts = new Map<string, Account>();
+    const accountOf = (provider: string, bucket: string | null): Account | undefined => {
+      if (providers !== undefined && !providers.includes(provider)) return undefined;
+      const planId = planIdFor(book, assignment, provider, bucket);
+      const id = `${provider}\u0000${planId ?? ''}`;
+      let a = accounts.get(id);
+      if (a === undefined) {
+        a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, quantities: new Map(), storage: new StorageHours() };
+        accounts.set(id, a);
+      }
+      return a;
+    };
+    const quantity = (a: Account, hour: number, key: Attribution) => {
+      const id = attributionId(hour, key);
+      let q = a.quantities.get(id);
+      if (q === undefined) {
+        q = { hour, key };
+        a.quantities.set(id, q);
+      }
+      return q;
+    };
+
+    // Requests and billable egress per key × hour: the fine rollup, every dimension, each hour a window.
+    const bounds: number[] = [];
+    for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
+    const filters = providers === undefined ? {} : { provider: [...providers] };
+    const usage = await timed(this.deps.usage.query(tenantId, { shape: FINE, bounds, groupBy: [...DIMENSIONS], filters }));
+    for (const row of usage) {
+      const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
+      const a = accountOf(provider ?? '', bucket);
+      if (a === undefined || action === null) continue;
+      const requests = row.measures[REQUESTS]!;
+      const egress = row.measures[EGRESS]!;
+      if (requests === 0n && egress === 0n) continue;
+      const q = quantity(a, bounds[row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
+      if (requests !== 0n) q.requests = Number(requests);
+      if (egress !== 0n) q.egressBytes = egress;
+    }
+
+    if (this.deps.storage !== undefined) await this.#addStorage(tenantId, start, end, accountOf);
+
+    const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
+    const out: PricedAccount[] = [];
+    for (const a of accounts.values()) {
+      for (const s of a.storage.rows()) Object.assign(quantity(a, s.hour, attributionOf(s.key)), storageFields(s));
+      const quantities = [...a.quantities.values()];
+      let rows: ProviderCostRow[];
+      if (a.planId === undefined) rows = unpricedRows(quantities);
+      else rows = priceMonth({ month, versions: a.versions, quantities, ...(a.peaks === undefined ? {} : { dailyPeakBytes: a.peaks }), monthComplete: complete });
+      for (const r of rows) (r as { provider?: string }).provider = a.provider;
+      out.push({ provider: a.provider, month, rows });
+    }
+    return out;
+  }
+
+  /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
+  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null) => Account | undefined): Promise<void> {
+    const feed = this.deps.storage!;
+    const route = <T extends { key: StorageKey }>(items: readonly T[]) => {
+      const byAccount = new Map<Account, T[]>();
+      for (const item of items) {
+        const a = accountOf(item.key.provider ?? '', item.key.bucket);
+        if (a === undefined) continue;
+        const list = byAccount.get(a);
+        if (list === undefined) byAccount.set(a, [item]);
+        else list.push(item);
+      }
+      return byAccount;
+    };
+    const live = await feed.storageDeltas(tenantId, start, end);
+    const openings = route(live.opening);
+    const deltas = route(live.deltas);
+    for (const a of new Set([...openings.keys(), ...deltas.keys()])) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
+
+    const priced = [...new Set([...openings.keys(), ...deltas.keys()])].filter((a) => a.planId !== undefined);
+    const most = (f: (p: PricePlan) => number) => Math.max(0, ...priced.flatMap((a) => a.versions.map(f)));
+    const smallest = most((p) => p.storage.minimumObjectBytes);
+    if (smallest > 0) {
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { smallerThan: BigInt(smallest) }))) {
+        addSmallObjects(a.storage, list, (hour) => BigInt(versionAt(a.versions, hour)?.storage.minimumObjectBytes ?? 0), start, end);
+      }
+    }
+    const youngest = most((p) => p.storage.minimumDays);
+    if (youngest > 0) {
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { endedYoungerThan: youngest * DAY }))) {
+        addEarlyDeletes(a.storage, list, (hour) => {
+          const plan = versionAt(a.versions, hour);
+          return { seconds: (plan?.storage.minimumDays ?? 0) * DAY, objectBytes: BigInt(plan?.storage.minimumObjectBytes ?? 0) };
+        }, start, end);
+      }
+    }
+    const peaked = priced.filter((a) => a.versions[0]!.storage.metering === 'daily-peak');
+    if (peaked.length > 0) {
+      const buckets = [...new Set([...openings, ...deltas].filter(([a]) => peaked.includes(a)).flatMap(([, list]) => list.map((i) => i.key.bucket ?? '')))];
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { buckets }))) {
+        if (peaked.includes(a)) a.peaks = dailyPeaks(list, start, end);
+      }
+    }
+  }
+}
+
+function storageFields(s: StorageHour): Partial<KeyHour> {
+  const { hour: _hour, key: _key, ...fields } = s;
+  return fields;
+}
+
+/** A group's sort key as the usage cursor keeps one: its dimensions, then plan, currency and flags. */
+function sortValues(g: GroupedCost, groupBy: readonly Dimension[]): (string | null)[] {
+  return [...groupBy.map((d) => g.dimensions[d] ?? null), g.planId, g.currency, g.unallocated ? '1' : null, g.unpriced ? '1' : null];
+}

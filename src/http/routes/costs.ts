@@ -1,0 +1,25 @@
+/** GET /v1/costs: decode the query (the usage parameters, plus format=focus), ask the cost service, write the answer. */
+import type { FastifyInstance } from 'fastify';
+import { COSTS_QUERY, COSTS_REPLY } from '../../costs/api-schemas.js';
+import { costCsv, costFocus, costJson } from '../../costs/format.js';
+import type { CostService } from '../../costs/service.js';
+import { parseUsageParams } from '../../usage/params.js';
+import { routeSchema } from '../schemas.js';
+
+export function costRoutes(costs: CostService) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get('/v1/costs', { schema: routeSchema(COSTS_QUERY, COSTS_REPLY as never, { summary: 'Cost per window and dimension, or the FOCUS export' }) }, async (request, reply) => {
+      const query = parseUsageParams(request.query as Record<string, unknown>, request.headers.accept, ['json', 'csv', 'focus']);
+      if (query.format === 'focus') {
+        const accounts = await costs.fineRows(request.tenant.id, query);
+        return reply.type('text/csv; charset=utf-8').send([...costFocus(request.tenant.name, accounts)].join(''));
+      }
+      const page = await costs.query(request.tenant.id, query);
+      if (query.format === 'csv') {
+        if (page.nextCursor !== null) reply.header('x-next-cursor', page.nextCursor);
+        return reply.type('text/csv; charset=utf-8').send(costCsv(query, page));
+      }
+      return reply.type('application/json; charset=utf-8').send(costJson(query, page));
+    });
+  };
+}
