@@ -97,7 +97,8 @@ export interface UsageQueryResult {
   diskBytesPerEvent: number;
   rollupBytesPerEvent: number;
   rollupObjects: { name: string; bytes: number }[];
-  queries: { name: string; p50Ms: number; rows: number; pages: number }[];
+  /** rowsPerSec: exports (the FOCUS CSV), rows over the p50 time. */
+  queries: { name: string; p50Ms: number; rows: number; pages: number; rowsPerSec?: number }[];
 }
 
 export interface InventoryQueryResult {
@@ -431,9 +432,9 @@ export function renderReport(results: BenchResults): string {
         '',
         `${run.phase} (run ${run.run}): ${num(size.events)} events over 30 days, loaded by store.commit() in ${num(size.loadSeconds, 1)} s; rollups ${num(size.rollupBytesPerEvent, 1)} of ${num(size.diskBytesPerEvent, 1)} bytes/event on disk (${size.rollupObjects.map((o) => `${o.name} ${(o.bytes / size.events).toFixed(1)}`).join(', ')}).`,
         '',
-        '| query (30 days) | p50 ms, whole answer | rows | pages |',
-        '|---|--:|--:|--:|',
-        ...size.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${num(q.rows)} | ${q.pages} |`),
+        '| query (30 days) | p50 ms, whole answer | rows | pages | rows/s |',
+        '|---|--:|--:|--:|--:|',
+        ...size.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${num(q.rows)} | ${q.pages} | ${q.rowsPerSec === undefined ? '' : num(q.rowsPerSec)} |`),
       );
     }
   }

@@ -32,7 +32,7 @@ import { median } from './stats.js';
 import type { UsageLoadResult, UsageLoadSpec } from './usage-query.js';
 import type { InventoryLoadResult, InventoryLoadSpec } from './inventory-load.js';
 import { describeMachine, renderReport, summarize, updateDocs } from './report.js';
-import type { BenchResults, DiskResult, RunRecord, Settings } from './report.js';
+import type { BenchResults, DiskResult, RunRecord, Settings, UsageQueryResult } from './report.js';
 
 const SERVER_CPU = 0;
 const LOAD_CPU = 1;
@@ -245,7 +245,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
         await loader.stop(10_000);
       }
       const server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir: dir, ...(schema ? { databaseUrl: schema.url } : {}), key: load.key });
-      const queries: { name: string; p50Ms: number; rows: number; pages: number }[] = [];
+      const queries: UsageQueryResult['queries'] = [];
       try {
         const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
         for (const q of USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer)) {
@@ -270,6 +270,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
           }
           queries.push({ name: q.name, p50Ms: median(times), rows, pages });
         }
+        queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
       } finally {
         await server.stop(60_000);
       }
@@ -329,6 +330,38 @@ async function runInventoryQuery(settings: Settings, phase: Phase, record: RunRe
     await schema?.drop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * /v1/costs over the same 30 days: the JSON answer by day and customer (each account's months priced
+ * whole, then cut), and the FOCUS export of the fine rows (rows = CSV lines, header excluded).
+ */
+async function timeCosts(server: { url: string; key: string }, from: string, to: string, runs: number): Promise<UsageQueryResult['queries']> {
+  const out: UsageQueryResult['queries'] = [];
+  for (const q of [
+    { name: 'costs: day, groupBy customerId', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId`, focus: false },
+    { name: 'costs: FOCUS export', query: `from=${from}&to=${to}&format=focus`, focus: true },
+  ]) {
+    const times: number[] = [];
+    let rows = 0;
+    for (let run = 0; run < runs + 1; run++) {
+      const started = process.hrtime.bigint();
+      const response = await fetch(`${server.url}/v1/costs?${q.query}`, { headers: { 'x-api-key': server.key } });
+      if (response.status !== 200) throw new Error(`${q.query}: ${response.status} ${await response.text()}`);
+      if (q.focus) {
+        const text = await response.text();
+        rows = -1;
+        for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) rows++;
+      } else {
+        rows = ((await response.json()) as { rows: unknown[] }).rows.length;
+      }
+      // The first is warmup.
+      if (run >= 1) times.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    const p50Ms = median(times);
+    out.push({ name: q.name, p50Ms, rows, pages: 1, ...(q.focus ? { rowsPerSec: (rows / p50Ms) * 1000 } : {}) });
+  }
+  return out;
 }
 
 async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
