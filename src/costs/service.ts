@@ -140,12 +140,13 @@ export class CostService {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
-    const accountOf = (provider: string, bucket: string | null): Account | undefined => {
+    /** The account of a bucket; only usage and live bytes open one (`create`), so an account exists in a month it used. */
+    const accountOf = (provider: string, bucket: string | null, create = true): Account | undefined => {
       if (providers !== undefined && !providers.includes(provider)) return undefined;
       const planId = planIdFor(book, assignment, provider, bucket);
       const id = `${provider}\u0000${planId ?? ''}`;
       let a = accounts.get(id);
-      if (a === undefined) {
+      if (a === undefined && create) {
         a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, quantities: new Map(), storage: new StorageHours() };
         accounts.set(id, a);
       }
@@ -195,12 +196,12 @@ export class CostService {
   }
 
   /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
-  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null) => Account | undefined): Promise<void> {
+  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined): Promise<void> {
     const feed = this.deps.storage!;
-    const route = <T extends { key: StorageKey }>(items: readonly T[]) => {
+    const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
       const byAccount = new Map<Account, T[]>();
       for (const item of items) {
-        const a = accountOf(item.key.provider ?? '', item.key.bucket);
+        const a = accountOf(item.key.provider ?? '', item.key.bucket, create);
         if (a === undefined) continue;
         const list = byAccount.get(a);
         if (list === undefined) byAccount.set(a, [item]);
@@ -209,8 +210,8 @@ export class CostService {
       return byAccount;
     };
     const live = await feed.storageDeltas(tenantId, start, end);
-    const openings = route(live.opening);
-    const deltas = route(live.deltas);
+    const openings = route(live.opening, true);
+    const deltas = route(live.deltas, true);
     for (const a of new Set([...openings.keys(), ...deltas.keys()])) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
 
     const priced = [...new Set([...openings.keys(), ...deltas.keys()])].filter((a) => a.planId !== undefined);
@@ -223,7 +224,8 @@ export class CostService {
     }
     const youngest = most((p) => p.storage.minimumDays);
     if (youngest > 0) {
-      for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { endedYoungerThan: youngest * DAY }))) {
+      // From a second before the month: a version ended at its first instant is alive in [start - 1, end).
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { endedYoungerThan: youngest * DAY }))) {
         addEarlyDeletes(a.storage, list, (hour) => {
           const plan = versionAt(a.versions, hour);
           return { seconds: (plan?.storage.minimumDays ?? 0) * DAY, objectBytes: BigInt(plan?.storage.minimumObjectBytes ?? 0) };

@@ -1,5 +1,6 @@
 /**
- * GET /v1/costs (requests and egress) against the reference (reference.ts): generated usage on
+ * GET /v1/costs (requests and egress; stored bytes are storage-costs.test.ts's) against the
+ * reference (reference.ts): generated usage on
  * every provider's plan, a tiny plan whose free allowances and egress tiers small workloads cross,
  * and an unpriced provider, delivered shuffled, in batches, with resent duplicates and invalid
  * events; every row equal to the rounding unit, and the rows of every groupBy summing to the
@@ -58,7 +59,8 @@ const POOLS: Record<Exclude<Dim, 'action' | 'provider'>, string[]> = {
   clientType: ['ios', 'web'],
   clientId: ['d1', 'd2'],
 };
-const ACTIONS = ['GetObject', 'PutObject', 'ListObjectsV2', 'HeadObject', 'DeleteObject', 'ListBuckets'];
+/** Kinds that store no bytes: stored bytes and their rules are storage-costs.test.ts's. */
+const ACTIONS = ['GetObject', 'ListObjectsV2', 'HeadObject', 'DeleteObject', 'ListBuckets'];
 
 interface Spec {
   action: string;
@@ -102,7 +104,7 @@ function wire(spec: Spec, id: string): WireEvent {
   e.bucket = spec.bucket;
   if (spec.action === 'ListObjectsV2') return e;
   e.objectKey = 'k';
-  if (spec.action === 'GetObject' || spec.action === 'PutObject') e.bytes = spec.bytes;
+  if (spec.action === 'GetObject') e.bytes = spec.bytes;
   if (spec.action === 'GetObject' && spec.billable !== undefined) e.isBillableEgress = spec.billable;
   return e;
 }
@@ -282,12 +284,12 @@ for (const backend of BACKENDS) {
     it('prices unallocated month-end charges, unpriced providers, CSV, FOCUS and the CLI alike', async () => {
       const { name, key } = await newTenant();
       const events = [
-        { action: 'PutObject', timestamp: '2026-03-10T10:20:00Z', provider: 'wasabi', bucket: 'w', objectKey: 'k', bytes: 10, customerId: 'acme' },
+        { action: 'HeadObject', timestamp: '2026-03-10T10:20:00Z', provider: 'wasabi', bucket: 'w', objectKey: 'k', customerId: 'acme' },
         { action: 'GetObject', timestamp: '2026-03-10T11:20:00Z', provider: 'digitalocean', bucket: 'd', objectKey: 'k', bytes: 10, customerId: 'acme' },
         { action: 'GetObject', timestamp: '2026-03-10T12:20:00Z', provider: 'minio', bucket: 'm', objectKey: 'k', bytes: 10, customerId: 'globex' },
-        { action: 'PutObject', timestamp: '2026-03-11T12:20:00Z', provider: 'aws', bucket: 'tiny', objectKey: 'k', bytes: 10, customerId: 'globex' },
-        { action: 'PutObject', timestamp: '2026-03-11T12:40:00Z', provider: 'aws', bucket: 'tiny', objectKey: 'k', bytes: 10, customerId: 'globex' },
-        { action: 'PutObject', timestamp: '2026-03-11T12:50:00Z', provider: 'aws', bucket: 'tiny', objectKey: 'k', bytes: 10, customerId: 'acme' },
+        { action: 'ListObjectsV2', timestamp: '2026-03-11T12:20:00Z', provider: 'aws', bucket: 'tiny', customerId: 'globex' },
+        { action: 'ListObjectsV2', timestamp: '2026-03-11T12:40:00Z', provider: 'aws', bucket: 'tiny', customerId: 'globex' },
+        { action: 'ListObjectsV2', timestamp: '2026-03-11T12:50:00Z', provider: 'aws', bucket: 'tiny', customerId: 'acme' },
       ];
       await send(server.url, key, events, 10);
       const q = 'from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&groupBy=provider,customerId';
@@ -299,7 +301,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(row('wasabi', null, true), { start: '2026-03-01T00:00:00Z', end: '2026-04-01T00:00:00Z', provider: 'wasabi', customerId: null, planId: 'wasabi-pay-as-you-go', currency: 'USD', storageCost: '0.0000000000', requestCost: '0.0000000000', egressCost: '0.0000000000', otherCost: '6.9900000000', totalCost: '6.9900000000', unallocated: true, unpriced: false });
       assert.equal(row('digitalocean', null, true).otherCost, '5.0000000000', "DigitalOcean's $5 subscription, unallocated");
       assert.deepEqual(row('minio', 'globex'), { start: '2026-03-01T00:00:00Z', end: '2026-04-01T00:00:00Z', provider: 'minio', customerId: 'globex', planId: null, currency: null, storageCost: '0.0000000000', requestCost: '0.0000000000', egressCost: '0.0000000000', otherCost: '0.0000000000', totalCost: '0.0000000000', unallocated: false, unpriced: true });
-      // The tiny plan: two PutObject free a day; the third (12:00-13:00, shared 2 : 1 by count) costs $0.005.
+      // The tiny plan: two tier-1 calls (LIST) free a day; the third (12:00-13:00, shared 2 : 1 by count) costs $0.005.
       assert.equal(row('aws', 'globex').requestCost, '0.0033333333');
       assert.equal(row('aws', 'acme').requestCost, '0.0016666667');
 
@@ -339,7 +341,7 @@ for (const backend of BACKENDS) {
       assert.match(bad.json.errors.find((e: { path: string }) => e.path === '/format').expected, /focus/);
       const kolkata = await request(`${server.url}/v1/costs?from=2026-03-01T00:00:00Z&to=2026-03-03T00:00:00Z&granularity=day&timeZone=Asia/Kolkata`, { key });
       assert.equal(kolkata.json.code, 'BM_ERR_USAGE_ZONE_NOT_EXACT');
-      await send(server.url, key, [{ action: 'PutObject', timestamp: '2026-03-01T05:30:00Z', provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 7 }], 1);
+      await send(server.url, key, [{ action: 'GetObject', timestamp: '2026-03-01T05:30:00Z', provider: 'aws', bucket: 'b', objectKey: 'k', bytes: 7 }], 1);
       const mine = await request(`${server.url}/v1/costs?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`, { key });
       assert.equal(mine.json.rows.length, 1);
       const other = await newTenant();

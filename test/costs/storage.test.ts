@@ -2,7 +2,7 @@
  * The storage feeder (src/costs/storage.ts) against a slow reference: generated inventories
  * (versions, parts and markers, some of unknown size, some live before the range and after it),
  * the StorageFeed answers built from them as the port documents, and every quantity computed again
- * here second by second from the intervals: byte-seconds, midnight snapshots, small objects, early
+ * from the intervals by the reference (reference.ts), hour by hour: byte-seconds, midnight snapshots, small objects, early
  * deletes and daily peaks, with the plan's minimums changing within the range.
  */
 import assert from 'node:assert/strict';
@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours, storageKeyId } from '../../src/costs/storage.js';
 import type { StorageDeltaRow, StorageInterval, StorageKey } from '../../src/store/types.js';
+import { referencePeaks, referenceStorage } from './reference.js';
 
 const H = 3600;
 const D = 86400;
@@ -73,10 +74,6 @@ function feedOf(intervals: StorageInterval[]): { opening: { key: StorageKey; byt
   return { opening: [...opening.values()].filter((o) => o.bytes !== 0n), deltas: [...deltas.values()].sort((a, b) => a.hour - b.hour) };
 }
 
-const overlap = (v: StorageInterval, from: number, to: number) => Math.max(0, Math.min(v.end ?? Number.POSITIVE_INFINITY, to) - Math.max(v.start, from));
-/** The feed's notion of "live at a midnight": the bytes open at it, so started before and not ended before. */
-const openAt = (v: StorageInterval, t: number) => v.start < t && (v.end === null || v.end >= t);
-
 type Totals = Map<string, bigint>;
 const add = (m: Totals, id: string, value: bigint) => {
   if (value !== 0n) m.set(id, (m.get(id) ?? 0n) + value);
@@ -84,40 +81,9 @@ const add = (m: Totals, id: string, value: bigint) => {
 
 function reference(intervals: StorageInterval[]): Totals {
   const out: Totals = new Map();
-  for (let hour = S; hour < E; hour += H) {
-    for (const v of intervals) {
-      if (v.size === null) continue;
-      const id = (field: string) => `${hour}|${storageKeyId(v.key)}|${field}`;
-      const seconds = BigInt(overlap(v, hour, hour + H));
-      add(out, id('byteSeconds'), v.size * seconds);
-      if (hour % D === 0 && openAt(v, hour)) add(out, id('snapshotBytes'), v.size);
-      if (v.kind !== 'version') continue;
-      if (v.size < minimumBytes(hour)) {
-        add(out, id('smallObjectSeconds'), seconds);
-        add(out, id('smallObjectByteSeconds'), v.size * seconds);
-        if (hour % D === 0 && openAt(v, hour)) {
-          add(out, id('snapshotSmallObjects'), 1n);
-          add(out, id('snapshotSmallObjectBytes'), v.size);
-        }
-      }
-      if (v.end !== null && v.end >= hour && v.end < hour + H && v.end - v.start < minimumSeconds(hour)) {
-        // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
-        const padded = v.size < minimumBytes(hour) ? minimumBytes(hour) : v.size;
-        add(out, id('earlyDeleteByteSeconds'), padded * BigInt(v.start + minimumSeconds(hour) - v.end));
-      }
-    }
-  }
-  return out;
-}
-
-/** The largest live bytes (started at or before, ended after) at any instant of each day. */
-function referencePeaks(intervals: StorageInterval[]): Map<number, bigint> {
-  const out = new Map<number, bigint>();
-  const live = (t: number) => intervals.reduce((s, v) => (v.size !== null && v.start <= t && (v.end === null || v.end > t) ? s + v.size : s), 0n);
-  for (let day = S; day < E; day += D) {
-    const instants = [day, ...intervals.flatMap((v) => [v.start, v.end ?? day]).filter((t) => t >= day && t < day + D)];
-    const peak = instants.reduce((m, t) => (live(t) > m ? live(t) : m), 0n);
-    if (peak > 0n) out.set(day, peak);
+  for (const row of referenceStorage(intervals, S, E, minimumBytes, minimumSeconds).values()) {
+    const { hour, key, ...fields } = row;
+    for (const [field, value] of Object.entries(fields)) add(out, `${hour}|${storageKeyId(key)}|${field}`, value as bigint);
   }
   return out;
 }
@@ -144,7 +110,7 @@ describe('storage feeder', () => {
     fc.assert(
       fc.property(fc.array(intervalArb, { maxLength: 25 }), (intervals) => {
         assert.deepEqual(sorted(feederTotals(intervals)), sorted(reference(intervals)));
-        assert.deepEqual(sorted(dailyPeaks(intervals.filter((v) => v.start < E && (v.end === null || v.end > S)), S, E)), sorted(referencePeaks(intervals)));
+        assert.deepEqual(sorted(dailyPeaks(intervals.filter((v) => v.start < E && (v.end === null || v.end > S)), S, E)), sorted(referencePeaks(intervals, S, E)));
       }),
       { numRuns: 300 },
     );
