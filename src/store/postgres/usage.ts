@@ -28,14 +28,15 @@ export class PostgresUsageStore implements UsageStore {
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
     const groups = q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('');
-    // Windows drive the join: each is one range scan of the (tenant, hour) key.
-    const sql = `SELECT w.i - 1 AS i${groups}, ${SUMS}
-      FROM unnest($2::integer[], $3::integer[]) WITH ORDINALITY AS w(s, e, i)
-      JOIN ${q.shape.table} u ON u.tenant = $1 AND u.hour >= w.s AND u.hour < w.e
-      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      GROUP BY w.i${groups}`;
+    // One range scan of the (tenant, hour) key; width_bucket finds each row's window by binary search.
+    // (Joining a list of windows made the planner rescan the tenant's rows once per window: 18 s for
+    // the 744 hourly windows cost reads at 200k rows, against 0.3 s.)
+    const sql = `SELECT width_bucket(u.hour, $2::integer[]) - 1 AS i${groups}, ${SUMS}
+      FROM ${q.shape.table} u
+      WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${where.map((w) => ` AND ${w}`).join('')}
+      GROUP BY 1${groups}`;
     const { rows } = await this.guarded(() =>
-      this.pool.query<unknown[]>({ text: sql, values: [tenantId, q.bounds.slice(0, -1), q.bounds.slice(1)], rowMode: 'array' }),
+      this.pool.query<unknown[]>({ text: sql, values: [tenantId, q.bounds, q.bounds[0], q.bounds[q.bounds.length - 1]], rowMode: 'array' }),
     );
     const n = q.groupBy.length;
     const ids = new Set<number>();
