@@ -176,7 +176,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
     usage: new UsageService(store.usage, store.inventory),
     objects: new ObjectsService(store.inventory),
-    costs: new CostService({ usage: store.usage, pricing: loadPricing(config) }),
+    costs: new CostService({ usage: store.usage, storage: store.storageFeed, pricing: loadPricing(config) }),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),

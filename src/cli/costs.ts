@@ -15,7 +15,7 @@ export async function costsCommand(store: Store, pricing: Pricing, values: Value
   const tenant = values.tenant as string | undefined;
   if (tenant === undefined) throw new CliUsageError('costs needs --tenant NAME');
   const id = await tenantId(tenant);
-  const service = new CostService({ usage: store.usage, pricing });
+  const service = new CostService({ usage: store.usage, storage: store.storageFeed, pricing });
   const format = values.focus === true ? 'focus' : values.csv === true ? 'csv' : 'json';
   const params = apiParams(values, ['from', 'to', 'granularity', 'timeZone', 'groupBy', ...DIMENSIONS]);
   const request = await withParams(async () => parseUsageParams({ ...params, format }, undefined, ['json', 'csv', 'focus']));

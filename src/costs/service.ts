@@ -85,8 +85,8 @@ function matches(row: ProviderCostRow, filters: UsageRequest['filters']): boolea
 
 export interface CostDeps {
   usage: UsageStore;
-  /** The object inventory; without it storage costs nothing (usage-only stores). */
-  storage?: StorageFeed;
+  /** The object inventory: stored bytes and the intervals behind them. */
+  storage: StorageFeed;
   pricing: Pricing;
   /** Epoch seconds now: a month is complete (month-end charges known) once it is over. */
   now?: () => number;
@@ -179,7 +179,7 @@ export class CostService {
       if (egress !== 0n) q.egressBytes = egress;
     }
 
-    if (this.deps.storage !== undefined) await this.#addStorage(tenantId, start, end, accountOf);
+    await this.#addStorage(tenantId, start, end, accountOf);
 
     const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
     const out: PricedAccount[] = [];
@@ -197,7 +197,7 @@ export class CostService {
 
   /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
   async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined): Promise<void> {
-    const feed = this.deps.storage!;
+    const feed = this.deps.storage;
     const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
       const byAccount = new Map<Account, T[]>();
       for (const item of items) {
