@@ -20,6 +20,7 @@ export const ERRORS = {
   BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
   BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
   BM_ERR_QUERY_TIMEOUT: { status: 503, title: 'Query took too long', hint: 'The read was stopped at its time budget (time spent waiting for a reader included). Narrow it (a from/to range, a smaller limit) or retry later.' },
+  BM_ERR_COST_TOO_LARGE: { status: 503, title: 'Too many quantities to price', hint: 'Cost prices each provider account\'s whole month at attribution key × hour; past a bound per request it refuses rather than exhaust the node\'s memory. Filter by provider, or see README "Cost".' },
   BM_ERR_USAGE_ZONE_NOT_EXACT: { status: 400, title: 'Time zone cannot be answered exactly', hint: 'Usage is stored per UTC hour: a zone whose offset is not a whole number of hours in the range cannot have exact hour, day or month windows. Use granularity=none, UTC or a whole-hour zone.' },
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
   BM_ERR_QUARANTINE_QUOTA: { status: 429, title: 'Quarantine quota exceeded', hint: "This tenant's invalid inputs reached today's quarantine limit (--quarantine-max-per-day): fix the client. Requests without invalid input are still accepted; the quota renews at 00:00 UTC (Retry-After)." },

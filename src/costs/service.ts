@@ -19,10 +19,17 @@ import { compareRows, decodeCursor, encodeCursor, requestBounds, timed } from '.
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { StorageHour } from './storage.js';
-import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
+import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours, storageKeyId } from './storage.js';
+import { BmError } from '../errors.js';
 
 const HOUR = 3600;
 const DAY = 86400;
+/**
+ * Attribution key × hour quantities one request may price (all months together): each costs a few
+ * hundred bytes as quantities and cost rows, so past this a request is refused (503) instead of
+ * exhausting the node's memory. Stored bytes count every hour a key holds any.
+ */
+export const MAX_KEY_HOURS = 1_000_000;
 const FINE = SHAPES.find((s) => s.name === 'fine')!;
 const REQUESTS = MEASURES.indexOf('requests');
 const EGRESS = MEASURES.indexOf('billableEgressBytes');
@@ -90,6 +97,15 @@ export interface CostDeps {
   pricing: Pricing;
   /** Epoch seconds now: a month is complete (month-end charges known) once it is over. */
   now?: () => number;
+  /** Default MAX_KEY_HOURS. */
+  maxKeyHours?: number;
+}
+
+function spend(budget: { left: number }, keyHours: number, month: string): void {
+  budget.left -= keyHours;
+  if (budget.left < 0) {
+    throw new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${MAX_KEY_HOURS.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
+  }
 }
 
 export class CostService {
@@ -101,8 +117,9 @@ export class CostService {
    */
   async fineRows(tenantId: number, request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Promise<PricedAccount[]> {
     const out: PricedAccount[] = [];
+    const budget = { left: this.deps.maxKeyHours ?? MAX_KEY_HOURS };
     for (const month of monthsOf(request.from, request.to)) {
-      for (const account of await this.priceMonth(tenantId, month, request.filters.provider)) {
+      for (const account of await this.priceMonth(tenantId, month, request.filters.provider, budget)) {
         const rows = account.rows.filter((r) => r.hour >= request.from && r.hour < request.to && matches(r, request.filters));
         if (rows.length > 0) out.push({ ...account, rows });
       }
@@ -136,7 +153,7 @@ export class CostService {
   }
 
   /** Every account of the tenant in one month, priced whole; `providers`: only these (a provider filter: accounts are apart). */
-  async priceMonth(tenantId: number, month: string, providers?: readonly string[]): Promise<PricedAccount[]> {
+  async priceMonth(tenantId: number, month: string, providers?: readonly string[], budget = { left: this.deps.maxKeyHours ?? MAX_KEY_HOURS }): Promise<PricedAccount[]> {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
@@ -167,6 +184,7 @@ export class CostService {
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
     const usage = await timed(this.deps.usage.query(tenantId, { shape: FINE, bounds, groupBy: [...DIMENSIONS], filters }));
+    spend(budget, usage.length, month);
     for (const row of usage) {
       const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
       const a = accountOf(provider ?? '', bucket);
@@ -179,7 +197,7 @@ export class CostService {
       if (egress !== 0n) q.egressBytes = egress;
     }
 
-    await this.#addStorage(tenantId, start, end, accountOf);
+    await this.#addStorage(tenantId, start, end, accountOf, budget, month);
 
     const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
     const out: PricedAccount[] = [];
@@ -196,7 +214,7 @@ export class CostService {
   }
 
   /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
-  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined): Promise<void> {
+  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined, budget: { left: number }, month: string): Promise<void> {
     const feed = this.deps.storage;
     const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
       const byAccount = new Map<Account, T[]>();
@@ -210,6 +228,11 @@ export class CostService {
       return byAccount;
     };
     const live = await feed.storageDeltas(tenantId, start, end);
+    // Before building them: each key holds bytes at most from its first live hour to the month's end.
+    const firstHour = new Map<string, number>();
+    for (const o of live.opening) firstHour.set(storageKeyId(o.key), start);
+    for (const d of live.deltas) if (!firstHour.has(storageKeyId(d.key))) firstHour.set(storageKeyId(d.key), d.hour);
+    spend(budget, [...firstHour.values()].reduce((n, h) => n + (end - h) / HOUR, 0), month);
     const openings = route(live.opening, true);
     const deltas = route(live.deltas, true);
     for (const a of new Set([...openings.keys(), ...deltas.keys()])) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
