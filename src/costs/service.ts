@@ -241,7 +241,8 @@ export class CostService {
     const most = (f: (p: PricePlan) => number) => Math.max(0, ...priced.flatMap((a) => a.versions.map(f)));
     const smallest = most((p) => p.storage.minimumObjectBytes);
     if (smallest > 0) {
-      for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { smallerThan: BigInt(smallest) }))) {
+      // From a second before the month: one ended at its first instant is still in the 00:00 snapshot.
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { smallerThan: BigInt(smallest) }))) {
         addSmallObjects(a.storage, list, (hour) => BigInt(versionAt(a.versions, hour)?.storage.minimumObjectBytes ?? 0), start, end);
       }
     }

@@ -92,7 +92,8 @@ function feederTotals(intervals: StorageInterval[]): Totals {
   const hours = new StorageHours();
   addLiveBytes(hours, feedOf(intervals), S, E);
   // What storageIntervals would answer for each filter: alive in [S, E), smaller than, ended younger than.
-  const alive = intervals.filter((v) => v.start < E && (v.end === null || v.end > S));
+  // As the service asks: alive in [S - 1, E), so that one ended at S itself is in the snapshot at S.
+  const alive = intervals.filter((v) => v.start < E && (v.end === null || v.end > S - 1));
   addSmallObjects(hours, alive.filter((v) => v.size !== null && v.size < 4096n), minimumBytes, S, E);
   addEarlyDeletes(hours, intervals.filter((v) => v.end !== null && v.end >= S && v.end < E && v.end - v.start < 2 * D), (hour) => ({ seconds: minimumSeconds(hour), objectBytes: minimumBytes(hour) }), S, E);
   const out: Totals = new Map();
