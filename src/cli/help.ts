@@ -15,6 +15,16 @@ const STORE: readonly SettingName[] = ['dataDir', 'databaseUrl', 'pgPoolMax'];
 const LIMIT_FLAG: [string, string] = ['--limit N', 'most entries shown (default 100)'];
 const TENANT_FILTER: [string, string] = ['--tenant NAME', "only this tenant's entries (default: every tenant)"];
 
+/** The usage query's parameters as flags: `usage` and `costs` take the same. */
+const QUERY_FLAGS: [string, string][] = [
+  ['--tenant NAME', 'tenant (required)'],
+  ['--from T, --to T', 'ISO 8601 with a zone, whole hours (required)'],
+  ['--granularity G', 'hour, day, month or none (default none)'],
+  ['--timeZone Z', 'IANA zone (default UTC)'],
+  ['--groupBy D,...', 'provider, bucket, customerId, featureId, clientType, clientId, action'],
+  ['--customerId V ...', 'filter by any dimension, repeatable; an empty value matches none'],
+];
+
 const COMMANDS: Record<string, Help> = {
   serve: {
     usage: 'bucketmeter serve [settings]',
@@ -62,12 +72,7 @@ const COMMANDS: Record<string, Help> = {
     usage: 'bucketmeter usage --tenant NAME --from T --to T [--granularity G] [--timeZone Z] [--groupBy D,...] [--DIMENSION V ...] [--csv | --json] [store settings]',
     about: 'The GET /v1/usage answer for a tenant (every page), as a table, CSV or JSON; flags are the API parameters, filters repeatable.',
     flags: [
-      ['--tenant NAME', 'tenant (required)'],
-      ['--from T, --to T', 'ISO 8601 with a zone, whole hours (required)'],
-      ['--granularity G', 'hour, day, month or none (default none)'],
-      ['--timeZone Z', 'IANA zone (default UTC)'],
-      ['--groupBy D,...', 'provider, bucket, customerId, featureId, clientType, clientId, action'],
-      ['--customerId V ...', 'filter by any dimension, repeatable; an empty value matches none'],
+      ...QUERY_FLAGS,
       ['--csv, --json', 'output format (default a table)'],
     ],
     settings: STORE,
@@ -76,12 +81,7 @@ const COMMANDS: Record<string, Help> = {
     usage: 'bucketmeter costs --tenant NAME --from T --to T [--granularity G] [--timeZone Z] [--groupBy D,...] [--DIMENSION V ...] [--csv | --json | --focus] [store settings] [--prices DIR] [--bucket-plans FILE]',
     about: 'The GET /v1/costs answer for a tenant (every page), as a table, CSV, JSON, or FOCUS CSV of the fine rows; flags are the API parameters, filters repeatable.',
     flags: [
-      ['--tenant NAME', 'tenant (required)'],
-      ['--from T, --to T', 'ISO 8601 with a zone, whole hours (required)'],
-      ['--granularity G', 'hour, day, month or none (default none)'],
-      ['--timeZone Z', 'IANA zone (default UTC)'],
-      ['--groupBy D,...', 'provider, bucket, customerId, featureId, clientType, clientId, action'],
-      ['--customerId V ...', 'filter by any dimension, repeatable; an empty value matches none'],
+      ...QUERY_FLAGS,
       ['--csv, --json, --focus', 'output format (default a table); --focus: FinOps FOCUS 1.2 CSV'],
     ],
     settings: [...STORE, 'prices', 'bucketPlans'],

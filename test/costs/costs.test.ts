@@ -20,7 +20,7 @@ import { createKey, request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS, isWindowStart, windowLabel } from '../usage/reference.js';
 import type { Dim, RefQuery } from '../usage/reference.js';
-import { referenceFine, referenceRows } from './reference.js';
+import { referenceFine, referenceRows, shuffle } from './reference.js';
 import type { RefRow } from './reference.js';
 
 const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
@@ -128,17 +128,6 @@ const queryArb: fc.Arbitrary<RefQuery> = fc.record({
   groupBy: fc.shuffledSubarray([...DIMS], { maxLength: 3 }),
   filters: fc.oneof(fc.constant({}), filterArb),
 }).map(({ range, ...q }) => ({ ...q, from: range[0]!, to: range[1]! }));
-
-function shuffle<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 function queryString(q: RefQuery, extra: Record<string, string> = {}): string {
   const params = new URLSearchParams({ from: iso(q.from), to: iso(q.to), granularity: q.granularity, timeZone: q.timeZone, ...extra });

@@ -22,7 +22,7 @@ import { createKey, request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS } from '../usage/reference.js';
 import type { RefQuery } from '../usage/reference.js';
-import { referenceFine, referenceRows } from './reference.js';
+import { referenceFine, referenceRows, shuffle } from './reference.js';
 import type { RefRow } from './reference.js';
 
 const at = (text: string) => Date.parse(text) / 1000;
@@ -97,17 +97,6 @@ function intervalsOf(counted: WireEvent[]): StorageInterval[] {
       createdBy: l.createdBy,
       endedBy: l.endedBy,
     }));
-}
-
-function shuffle<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
 }
 
 const COSTS = ['storageCost', 'requestCost', 'egressCost', 'otherCost', 'totalCost'] as const;
