@@ -35,6 +35,7 @@ import { TelemetryService } from './telemetry/service.js';
 import { UsageService } from './usage/service.js';
 import { CostService } from './costs/service.js';
 import { loadPricing } from './pricing/setup.js';
+import { QuarantineService } from './quarantine/service.js';
 
 /** How often the job owner applies the inventory outbox. */
 const INVENTORY_CATCH_UP_MS = 1000;
@@ -177,6 +178,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     usage: new UsageService(store.usage, store.inventory),
     objects: new ObjectsService(store.inventory),
     costs: new CostService({ usage: store.usage, storage: store.storageFeed, pricing: loadPricing(config) }),
+    quarantine: new QuarantineService(store.quarantine),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
     recommendedBatchSize: () => recommendBatchSize(config.maxBatchEvents, committer.load),

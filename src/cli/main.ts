@@ -16,6 +16,7 @@ import { clusterScraper } from '../metrics/cluster.js';
 import { loadPricing } from '../pricing/setup.js';
 import { pricesCommand } from './prices.js';
 import { replayQuarantine } from '../quarantine/replay.js';
+import { bodyText } from '../quarantine/service.js';
 import { bootstrapKey, createCommitter, createLogger, createValidator, openStore, startNode } from '../runtime.js';
 import { setupMessage } from '../setup-error.js';
 import { KEY_SCOPES } from '../store/types.js';
@@ -268,8 +269,7 @@ function firstError(q: QuarantineEntry): string {
 }
 
 function exportable(q: QuarantineEntry): Record<string, unknown> {
-  const utf8 = q.body.toString('utf8');
-  const isText = Buffer.from(utf8, 'utf8').equals(q.body);
+  const body = bodyText(q.body);
   return {
     id: q.id,
     tenant: q.tenantName,
@@ -278,8 +278,8 @@ function exportable(q: QuarantineEntry): Record<string, unknown> {
     source: q.source,
     ...(q.index === undefined ? {} : { index: q.index }),
     errors: q.errors,
-    body: isText ? utf8 : q.body.toString('base64'),
-    bodyEncoding: isText ? 'utf8' : 'base64',
+    body: body.text,
+    bodyEncoding: body.encoding,
     truncated: q.truncated,
     replayedAt: q.replayedAt === null ? null : formatTimestamp(q.replayedAt),
   };

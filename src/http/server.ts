@@ -27,6 +27,7 @@ import { openApiRoutes, registerOpenApi } from './openapi.js';
 import { toProblem } from './problem.js';
 import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
+import { quarantineRoutes } from './routes/quarantine.js';
 import { statusRoutes } from './routes/status.js';
 import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
 import { costRoutes } from './routes/costs.js';
@@ -35,6 +36,7 @@ import { objectsRoutes } from './routes/objects.js';
 import type { ObjectsService } from '../inventory/objects.js';
 import type { UsageService } from '../usage/service.js';
 import type { CostService } from '../costs/service.js';
+import type { QuarantineService } from '../quarantine/service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,6 +65,7 @@ export interface HttpDeps {
   usage: UsageService;
   objects: ObjectsService;
   costs: CostService;
+  quarantine: QuarantineService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;
   recommendedBatchSize: () => number;
@@ -157,6 +160,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(usageRoutes(deps.usage));
   await app.register(objectsRoutes(deps.objects));
   await app.register(costRoutes(deps.costs));
+  await app.register(quarantineRoutes(deps.quarantine));
   if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
   await app.register(openApiRoutes());
   return app;

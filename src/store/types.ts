@@ -122,6 +122,8 @@ export interface QuarantineQuery {
   afterId?: number;
   /** Descending id order (newest first) instead; `afterId` is then not used. */
   newestFirst?: boolean;
+  /** With `newestFirst`: entries with id less than this (the next page of a newest-first list). */
+  beforeId?: number;
   limit: number;
   includeReplayed: boolean;
 }

@@ -568,6 +568,18 @@ function quarantineContract(name: string, open: () => Promise<OpenedStore>, opti
       assert.equal(await store.quarantine.countSince(a.tenantId, since + 2), 0);
     });
 
+    test('beforeId pages a newest-first list of one tenant, without another tenant\'s entries between', async (store) => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      await store.commit(unit([], [input(a.tenantId, T0 + 1), input(b.tenantId, T0 + 2), input(a.tenantId, T0 + 3), input(b.tenantId, T0 + 4), input(a.tenantId, T0 + 5)]));
+      const query = { tenantId: a.tenantId, limit: 2, includeReplayed: true, newestFirst: true };
+      const first = await store.quarantine.list(query);
+      assert.deepEqual(first.map((e) => e.receivedAt), [T0 + 5, T0 + 3]);
+      const second = await store.quarantine.list({ ...query, beforeId: first[1]!.id });
+      assert.deepEqual(second.map((e) => [e.receivedAt, e.tenantId]), [[T0 + 1, a.tenantId]]);
+      assert.deepEqual(await store.quarantine.list({ ...query, beforeId: second[0]!.id }), []);
+    });
+
     test('purgeBefore deletes entries received before the time, and counts them', async (store) => {
       const a = await newTenant(store);
       // Far in the past, so that no other test's entries fall between; a run that crashed before

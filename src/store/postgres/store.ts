@@ -565,9 +565,9 @@ class PostgresQuarantineStore implements QuarantineStore {
     const { rows } = await guarded(() =>
       this.pool.query<QuarantineRow>(
         `SELECT ${QUARANTINE_COLUMNS} FROM quarantine q LEFT JOIN tenants t ON t.id = q.tenant_id
-         WHERE ($1::integer IS NULL OR q.tenant_id = $1) AND q.id > $2 AND ($3 OR q.replayed_at IS NULL)
+         WHERE ($1::integer IS NULL OR q.tenant_id = $1) AND q.id > $2 AND ($5::bigint IS NULL OR q.id < $5) AND ($3 OR q.replayed_at IS NULL)
          ORDER BY q.id${query.newestFirst ? ' DESC' : ''} LIMIT $4`,
-        [query.tenantId ?? null, query.newestFirst ? 0 : (query.afterId ?? 0), query.includeReplayed, query.limit],
+        [query.tenantId ?? null, query.newestFirst ? 0 : (query.afterId ?? 0), query.includeReplayed, query.limit, query.newestFirst ? (query.beforeId ?? null) : null],
       ),
     );
     return rows.map(toQuarantineEntry);

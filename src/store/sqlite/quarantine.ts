@@ -71,6 +71,10 @@ export class QuarantineReader {
       where.push('q.tenant = ?');
       params.push(query.tenantId);
     }
+    if (query.newestFirst && query.beforeId !== undefined) {
+      where.push('q.id < ?');
+      params.push(query.beforeId);
+    }
     if (!query.includeReplayed) where.push('q.replayed_at IS NULL');
     params.push(query.limit);
     const sql = `${SELECT_ENTRY} WHERE ${where.join(' AND ')} ORDER BY q.id${query.newestFirst ? ' DESC' : ''} LIMIT ?`;
