@@ -1,6 +1,6 @@
 // Runs every compiled test file under dist/test with node's test runner.
 // `npm test` runs the default suite (the server's and packages/client's); `node scripts/run-tests.mjs
-// reliability` runs the long one.
+// reliability` runs the long one, `... ui` the dashboard's browser tests.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';

@@ -28,6 +28,7 @@ import { toProblem } from './problem.js';
 import { eventsRoutes } from './routes/events.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { quarantineRoutes } from './routes/quarantine.js';
+import { uiRoutes } from './ui.js';
 import { statusRoutes } from './routes/status.js';
 import { TELEMETRY_REQUESTS_PER_SECOND, telemetryRoutes } from './routes/telemetry.js';
 import { costRoutes } from './routes/costs.js';
@@ -163,6 +164,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   await app.register(quarantineRoutes(deps.quarantine));
   if (deps.metrics?.scrape !== undefined) await app.register(metricsRoute(deps.metrics.scrape));
   await app.register(openApiRoutes());
+  await app.register(uiRoutes());
   return app;
 }
 

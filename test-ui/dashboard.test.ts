@@ -1,0 +1,370 @@
+/**
+ * The dashboard in a real browser (Debian's chromium driven by playwright-core) against a real server
+ * holding generated events: every view loads with no console error and no failed request, charts draw
+ * their data, a filter and a range change change the numbers to what the API answers, sign-in
+ * failures say what is wrong, tables download as CSV, the keyboard reaches every view and a narrow
+ * window does not scroll sideways. Cost and inventory assertions run when the server offers
+ * /v1/costs and /v1/objects (its OpenAPI document says); otherwise the views must say they are not
+ * available. Also measures "overview interactive" (first numbers painted) and, with
+ * SCREENSHOTS_DIR set, saves a screenshot of each view there.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { createKey, request, runCli, startServer, tempDir } from '../test/support/server.js';
+import type { ServerProcess } from '../test/support/server.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const DAY = 86_400;
+/** The generated history: 14 UTC days from FROM. */
+const FROM = Date.parse('2026-10-01T00:00:00Z') / 1000;
+const DAYS = 14;
+const RANGE = 'from=2026-10-01&to=2026-10-14&tz=UTC&g=day';
+const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+
+/** A small seeded generator, so that every run sees the same history. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+function history(count: number): Record<string, unknown>[] {
+  const next = random(17);
+  const pick = <T>(values: T[]): T => values[Math.floor(next() * values.length)]!;
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    const action = pick(['GetObject', 'GetObject', 'PutObject', 'HeadObject', 'DeleteObject']);
+    const e: Record<string, unknown> = {
+      eventId: `ui-${i}`,
+      action,
+      timestamp: iso(FROM + Math.floor(next() * DAYS * DAY)),
+      provider: pick(['aws', 'wasabi', 'backblaze']),
+      bucket: pick(['media', 'logs', 'backups']),
+      objectKey: `photos/${Math.floor(next() * 50)}.jpg`,
+      customerId: pick(['cus-alpha', 'cus-bravo', 'cus-charlie', 'cus-delta', 'cus-echo']),
+      featureId: pick(['gallery', 'export', 'sync']),
+      clientType: pick(['ios', 'web']),
+      clientId: pick(['dev-1', 'dev-2', 'dev-3', 'dev-4']),
+    };
+    if (action === 'GetObject' || action === 'PutObject') e.bytes = Math.floor(next() * 50_000_000);
+    events.push(e);
+  }
+  return events;
+}
+
+interface Opened {
+  page: Page;
+  /** Console errors, page errors, failed requests and error replies seen so far. */
+  problems: string[];
+}
+
+for (const backend of ['sqlite']) {
+  describe(`dashboard in chromium (${backend})`, () => {
+    let server: ServerProcess;
+    let browser: BrowserContext;
+    let readKey: string;
+    let ingestKey: string;
+    let features: { costs: boolean; objects: boolean };
+    const profile = tempDir();
+
+    const api = async (path: string) => {
+      const reply = await request(`${server.url}${path}`, { key: readKey });
+      assert.equal(reply.status, 200, `${path}: ${reply.text}`);
+      return reply.json;
+    };
+
+    /** A new tab (so an empty sessionStorage), signed in with `key` unless it is undefined. */
+    const open = async (hash: string, key: string | undefined, options: { width?: number; allow?: RegExp } = {}): Promise<Opened> => {
+      const page = await browser.newPage();
+      await page.setViewportSize({ width: options.width ?? 1280, height: 900 });
+      if (key !== undefined) await page.addInitScript((k) => sessionStorage.setItem('bucketmeter.apiKey', k), key);
+      const problems: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error' && options.allow?.test(m.text()) !== true) problems.push(`console: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText}`));
+      page.on('response', (r) => {
+        if (r.status() >= 400 && options.allow?.test(`${r.status()} ${r.url()}`) !== true) problems.push(`${r.status()} ${r.url()}`);
+      });
+      await page.goto(`${server.url}/ui/${hash}`);
+      return { page, problems };
+    };
+
+    const ready = async (page: Page) => {
+      await page.waitForSelector('main[data-state="ready"]', { timeout: 20_000 });
+    };
+    const card = (page: Page, name: string) => page.textContent(`[data-card="${name}"] .value`);
+    /** Chart drawn with data: points in the data, and painted pixels on its canvas. */
+    const painted = (page: Page, name: string) =>
+      page.evaluate((n) => {
+        const box = document.querySelector(`[data-chart="${n}"]`) as HTMLElement | null;
+        const canvas = box?.querySelector('canvas');
+        if (!box || !canvas) return { points: 0, pixels: 0 };
+        const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+        let pixels = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) pixels++;
+        return { points: Number(box.dataset.points), pixels };
+      }, name);
+    const shot = async (page: Page, name: string) => {
+      const dir = process.env.SCREENSHOTS_DIR;
+      if (!dir) return;
+      mkdirSync(dir, { recursive: true });
+      // The whole page up to 1,600 px: long tables would make megabyte images of rows alike.
+      const height = await page.evaluate(() => document.documentElement.scrollHeight);
+      const width = page.viewportSize()!.width;
+      await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true, clip: { x: 0, y: 0, width, height: Math.min(height, 1600) } });
+    };
+    const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
+
+    before(async () => {
+      const dataDir = tempDir();
+      const storeArgs = ['--data-dir', dataDir];
+      const writeKey = await createKey('acme', storeArgs);
+      const otherKey = await createKey('other', storeArgs);
+      const scoped = async (scope: string) => {
+        const created = await runCli(['keys', 'create', '--tenant', 'acme', '--scope', scope, ...storeArgs]);
+        assert.equal(created.code, 0, created.stderr);
+        return created.stdout.trim();
+      };
+      readKey = await scoped('read');
+      ingestKey = await scoped('ingest');
+      server = await startServer({ args: storeArgs });
+      const events = history(3000);
+      for (let i = 0; i < events.length; i += 500) {
+        const reply = await request(`${server.url}/s3/batch`, { key: writeKey, body: events.slice(i, i + 500) });
+        assert.equal(reply.json.rejectedCount, 0, reply.text);
+      }
+      // Quarantined inputs, one of them with markup that must show as text; and another tenant's.
+      for (const objectKey of ['<img src=x id=injected>', 'a.txt']) {
+        const reply = await request(`${server.url}/s3`, { key: writeKey, body: { action: 'GetObject', timestamp: 'yesterday', provider: 'aws', bucket: 'media', objectKey, bytes: 1 } });
+        assert.equal(reply.status, 400);
+      }
+      await request(`${server.url}/s3`, { key: otherKey, body: { action: 'GetObject', timestamp: 'never', provider: 'aws' } });
+      const doc = (await request(`${server.url}/openapi.json`)).json;
+      features = { costs: '/v1/costs' in doc.paths, objects: '/v1/objects' in doc.paths };
+      // A fresh profile directory: Playwright takes it as the persistent context's, not as an argument.
+      browser = await chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        acceptDownloads: true,
+      });
+    });
+    after(async () => {
+      await browser?.close();
+      await server?.stop();
+    });
+
+    it('is served at /ui/ (/ redirects there) under a policy that forbids inline script', async () => {
+      const root = await fetch(`${server.url}/`, { redirect: 'manual' });
+      assert.equal(root.status, 302);
+      assert.equal(root.headers.get('location'), '/ui/');
+      const page = await fetch(`${server.url}/ui/`);
+      const csp = page.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /script-src 'self'/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+      const html = await page.text();
+      assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/);
+      assert.equal((await fetch(`${server.url}/ui/vendor/uPlot.esm.js`)).status, 200);
+      assert.equal((await fetch(`${server.url}/ui/../package.json`)).status, 404);
+    });
+
+    it('formats bytes in KB/MB/GB, money in its currency, and adds money exactly', async () => {
+      const { page, problems } = await open('', undefined);
+      const shown = await page.evaluate(async () => {
+        const url = '/ui/format.js';
+        const f = await import(url);
+        return [f.bytes(999), f.bytes(1234), f.bytes(31_700_000_000), f.bytes(5e12), f.money('12.345', 'USD'), f.money('3', 'EUR'), f.decimalSum(['0.1', '0.2', '1.005']), f.decimalSum(['-0.5', '0.25']), f.count(1234567)];
+      });
+      assert.deepEqual(shown, ['999 B', '1.23 KB', '31.7 GB', '5.00 TB', '$12.345', '€3.00', '1.305', '-0.25', '1,234,567']);
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('says what is wrong with no key, a wrong key and an ingest-only key, and signs in with a read key', async () => {
+      const { page, problems } = await open('', undefined, { allow: /^(401|403) .*\/v1\/quarantine|status of 40[13]/ });
+      await page.waitForSelector('form.signin');
+      await page.click('form.signin button[type="submit"]');
+      assert.match((await page.textContent('#signin-status'))!, /Paste an API key/);
+      await page.fill('#key', 'AAAAAAAA.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB');
+      await page.press('#key', 'Enter');
+      await page.waitForSelector('#signin-status .error');
+      assert.match((await page.textContent('#signin-status'))!, /not accepted: it is unknown or revoked/);
+      await page.fill('#key', ingestKey);
+      await page.press('#key', 'Enter');
+      await page.waitForFunction(() => /ingest scope/.test(document.querySelector('#signin-status')?.textContent ?? ''));
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('bucketmeter.apiKey')), null);
+      await shot(page, 'sign-in');
+      await page.fill('#key', readKey);
+      await page.press('#key', 'Enter');
+      await ready(page);
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('bucketmeter.apiKey')), readKey);
+      assert.equal(await page.evaluate(() => localStorage.length), 0);
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('overview: totals, charts and top tables equal the API; a range change updates them; interactive time measured', async () => {
+      const { page, problems } = await open(`#/overview?${RANGE}`, readKey);
+      await page.waitForSelector('[data-card="requests"]');
+      const interactive = await page.evaluate(() => performance.getEntriesByName('bm-overview-numbers')[0]?.startTime);
+      assert.ok(typeof interactive === 'number');
+      console.log(`# overview interactive (first numbers painted, 3,000 events, 14 days): ${Math.round(interactive)} ms`);
+      await ready(page);
+      const total = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
+      assert.equal(await card(page, 'requests'), format(total.requests));
+      const usage = await painted(page, 'usage');
+      assert.ok(usage.points > 0 && usage.pixels > 1000, JSON.stringify(usage));
+      if (features.costs) {
+        const cost = await painted(page, 'cost');
+        assert.ok(cost.points > 0 && cost.pixels > 1000, JSON.stringify(cost));
+      } else {
+        assert.match((await page.textContent('[data-slot="cost-chart"]'))!, /not available on this server/);
+      }
+      const top = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&groupBy=customerId')).rows;
+      const rows = await page.$$eval('[data-table="top-customerId"] tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+      assert.equal(rows.length, top.length);
+      if (!features.costs) {
+        const best = [...top].sort((a, b) => b.requests - a.requests)[0];
+        assert.deepEqual(rows[0]!.slice(0, 2), [best.customerId, format(best.requests)]);
+      }
+      await shot(page, 'overview');
+      // The range form: three days only.
+      await page.fill('#range input[name="from"]', '2026-10-03');
+      await page.fill('#range input[name="to"]', '2026-10-05');
+      await page.click('#range button[type="submit"]');
+      await page.waitForFunction(() => location.hash.includes('from=2026-10-03'));
+      await ready(page);
+      const narrow = (await api('/v1/usage?from=2026-10-03T00:00:00Z&to=2026-10-06T00:00:00Z')).rows[0];
+      assert.notEqual(narrow.requests, total.requests);
+      assert.equal(await card(page, 'requests'), format(narrow.requests));
+      assert.equal(await card(page, 'readBytes'), await page.evaluate(async ([n, url]) => (await import(url)).bytes(n), [narrow.readBytes, '/ui/format.js'] as const));
+      // The state is in the URL: the same link in a new tab shows the same numbers.
+      const link = page.url();
+      const again = await open(link.slice(link.indexOf('#')), readKey);
+      await ready(again.page);
+      assert.equal(await card(again.page, 'requests'), format(narrow.requests));
+      assert.deepEqual([...problems, ...again.problems], []);
+      await page.close();
+      await again.page.close();
+    });
+
+    it('customer page: filtered to the customer, equal to the API, with charts and its events', async () => {
+      const { page, problems } = await open(`#/overview?${RANGE}`, readKey);
+      await ready(page);
+      await page.click('[data-table="top-customerId"] tbody tr:first-child a');
+      await page.waitForFunction(() => location.hash.startsWith('#/customer/'));
+      await ready(page);
+      const id = decodeURIComponent(/#\/customer\/([^?]+)/.exec(page.url())![1]!);
+      const own = (await api(`/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&customerId=${id}`)).rows[0];
+      const all = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
+      assert.ok(own.requests < all.requests);
+      assert.equal(await card(page, 'requests'), format(own.requests));
+      for (const chart of ['usage-featureId', 'usage-clientId', ...(features.costs ? ['cost-featureId', 'cost-clientId'] : [])]) {
+        const drawn = await painted(page, chart);
+        assert.ok(drawn.points > 0 && drawn.pixels > 500, `${chart} ${JSON.stringify(drawn)}`);
+      }
+      const customers = await page.$$eval('[data-table="customer-events"] tbody tr td:nth-child(6)', (tds) => [...new Set(tds.map((td) => td.textContent))]);
+      assert.deepEqual(customers, [id]);
+      await shot(page, 'customer');
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('event explorer: a filter shows exactly the events the API lists for it', async () => {
+      const { page, problems } = await open(`#/events?${RANGE}`, readKey);
+      await ready(page);
+      await page.fill('form[aria-label="Event filters"] input[name="action"]', 'PutObject');
+      await page.fill('form[aria-label="Event filters"] input[name="customerId"]', 'cus-bravo');
+      await page.press('form[aria-label="Event filters"] input[name="customerId"]', 'Enter');
+      await page.waitForFunction(() => location.hash.includes('action=PutObject'));
+      await ready(page);
+      const expected = (await api('/v1/events?action=PutObject&customerId=cus-bravo&from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&limit=100')).events;
+      const ids = await page.$$eval('[data-table="events"] tbody tr td:nth-child(11)', (tds) => tds.map((td) => td.textContent));
+      assert.ok(expected.length > 0);
+      assert.deepEqual(ids, expected.map((e: { eventId: string }) => e.eventId));
+      await shot(page, 'events');
+      // CSV of the table: the same rows, raw values.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-csv="events"]')]);
+      const text = readFileSync((await download.path())!, 'utf8');
+      const lines = text.trim().split('\r\n');
+      assert.equal(lines[0], 'timestamp,action,provider,bucket,objectKey,customerId,featureId,clientType,clientId,bytes,eventId,receivedAt');
+      assert.equal(lines.length, expected.length + 1);
+      assert.equal(lines[1], [expected[0].timestamp, 'PutObject', expected[0].provider, expected[0].bucket, expected[0].objectKey, 'cus-bravo', expected[0].featureId, expected[0].clientType, expected[0].clientId, expected[0].bytes, expected[0].eventId, expected[0].receivedAt].join(','));
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('object inventory: the listing of a bucket, or a clear "not available" without the endpoint', async () => {
+      const { page, problems } = await open(`#/objects?${RANGE}&bucket=media`, readKey);
+      await ready(page);
+      if (features.objects) {
+        const listed = await api('/v1/objects?bucket=media&limit=200');
+        const keys = await page.$$eval('[data-table="objects"] tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
+        assert.deepEqual(keys, (listed.entries ?? listed.objects).map((o: { key: string }) => o.key));
+      } else {
+        assert.match((await page.textContent('main'))!, /Object inventory \(GET \/v1\/objects\): not available on this server/);
+      }
+      await shot(page, 'objects');
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it("quarantine: the tenant's own entries, and an entry's errors and body shown as text", async () => {
+      const { page, problems } = await open(`#/quarantine?${RANGE}`, readKey);
+      await ready(page);
+      const listed = (await api('/v1/quarantine')).entries;
+      assert.equal(listed.length, 2);
+      const ids = await page.$$eval('[data-table="quarantine"] tbody tr td:first-child', (tds) => tds.map((td) => Number(td.textContent)));
+      assert.deepEqual(ids, listed.map((q: { id: number }) => q.id));
+      await shot(page, 'quarantine');
+      // The entry whose body holds markup (the older of the two).
+      await page.click(`[data-table="quarantine"] a[href^="#/quarantine/${listed[1].id}"]`);
+      await page.waitForSelector('pre.body');
+      await ready(page);
+      assert.match((await page.textContent('pre.body'))!, /"objectKey": "<img src=x id=injected>"/);
+      assert.equal(await page.$('#injected'), null);
+      assert.match((await page.textContent(`[data-table="quarantine-${listed[1].id}-errors"]`))!, /\/timestamp/);
+      await shot(page, 'quarantine-entry');
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('receipts: one row per UTC day, as the API reconciles them', async () => {
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey);
+      await ready(page);
+      const api14 = await api('/v1/usage/reconcile?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z');
+      const days = await page.$$eval('[data-table="receipts"] tbody tr', (trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[6]!.textContent]));
+      assert.deepEqual(days, api14.days.map((d: { day: string; requests: number }) => [d.day, format(d.requests)]));
+      assert.match((await page.textContent('main'))!, /Every day reconciles/);
+      await shot(page, 'receipts');
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+
+    it('is usable with the keyboard alone, and readable in a narrow window', async () => {
+      const { page, problems } = await open(`#/overview?${RANGE}`, readKey, { width: 380 });
+      await ready(page);
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scrolling at 380 px');
+      await shot(page, 'overview-narrow');
+      // Tab from the top of the page to the Receipts link, then Enter.
+      let focused = '';
+      for (let i = 0; i < 12 && focused !== 'Receipts'; i++) {
+        await page.keyboard.press('Tab');
+        focused = await page.evaluate(() => document.activeElement?.textContent ?? '');
+      }
+      assert.equal(focused, 'Receipts');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('[data-view="receipts"]');
+      await ready(page);
+      assert.deepEqual(problems, []);
+      await page.close();
+    });
+  });
+}

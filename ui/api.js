@@ -1,0 +1,73 @@
+// Talking to the server: the key from sessionStorage as X-API-Key, problem+json turned into errors
+// with a message for people, and which optional endpoints this server offers.
+
+const KEY = 'bucketmeter.apiKey';
+
+export function getKey() {
+  return sessionStorage.getItem(KEY);
+}
+
+export function setKey(key) {
+  sessionStorage.setItem(KEY, key);
+}
+
+export function clearKey() {
+  sessionStorage.removeItem(KEY);
+}
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = problem?.code;
+    this.problem = problem;
+  }
+}
+
+/** What a sign-in failure means for the person at the keyboard. */
+export function signInMessage(error) {
+  if (error.code === 'BM_ERR_AUTH_MISSING_KEY') return 'Paste an API key to sign in.';
+  if (error.code === 'BM_ERR_AUTH_INVALID_KEY') return 'This key was not accepted: it is unknown or revoked. Check that it was copied whole.';
+  if (error.code === 'BM_ERR_AUTH_SCOPE') return 'This key may only send events (ingest scope). The dashboard needs a key with the read or all scope: bucketmeter keys create --scope read.';
+  return `Sign-in failed: ${error.message}`;
+}
+
+/** GET a /v1 path with query parameters (arrays repeat the parameter); JSON back. */
+export async function get(path, params = {}) {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined || value === null) continue;
+    for (const v of Array.isArray(value) ? value : [value]) query.append(name, v);
+  }
+  const url = query.size > 0 ? `${path}?${query}` : path;
+  const response = await fetch(url, { headers: { 'x-api-key': getKey() ?? '', accept: 'application/json' } });
+  const body = await response.json().catch(() => undefined);
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+/** Every page of a listing, up to `max` rows. */
+export async function all(path, params, field, max = 100_000) {
+  const rows = [];
+  let cursor;
+  do {
+    const page = await get(path, { ...params, ...(cursor ? { cursor } : {}) });
+    rows.push(...page[field]);
+    cursor = page.nextCursor;
+  } while (cursor && rows.length < max);
+  return rows;
+}
+
+let features;
+
+/** The optional endpoints this server has, from its OpenAPI document (read once). */
+export async function serverFeatures() {
+  features ??= fetch('/openapi.json')
+    .then((r) => r.json())
+    .then((doc) => {
+      const paths = doc.paths ?? {};
+      const usageRow = paths['/v1/usage']?.get?.responses?.['200']?.content?.['application/json']?.schema?.properties?.rows?.items?.properties ?? {};
+      return { costs: '/v1/costs' in paths, objects: '/v1/objects' in paths, storage: 'storedBytes' in usageRow };
+    });
+  return features;
+}
