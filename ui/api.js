@@ -66,8 +66,15 @@ export async function serverFeatures() {
     .then((r) => r.json())
     .then((doc) => {
       const paths = doc.paths ?? {};
-      const usageRow = paths['/v1/usage']?.get?.responses?.['200']?.content?.['application/json']?.schema?.properties?.rows?.items?.properties ?? {};
-      return { costs: '/v1/costs' in paths, objects: '/v1/objects' in paths, storage: 'storedBytes' in usageRow };
+      const usage = paths['/v1/usage']?.get ?? {};
+      const usageRow = usage.responses?.['200']?.content?.['application/json']?.schema?.properties?.rows?.items?.properties ?? {};
+      return {
+        costs: '/v1/costs' in paths,
+        objects: '/v1/objects' in paths,
+        storage: 'storedBytes' in usageRow,
+        // A server whose stored-bytes measures are asked for with storage=true.
+        storageParam: (usage.parameters ?? []).some((p) => p.name === 'storage' && p.in === 'query'),
+      };
     });
   return features;
 }

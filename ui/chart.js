@@ -4,6 +4,12 @@ import uPlot from './vendor/uPlot.esm.js';
 import { h } from './dom.js';
 
 const COLORS = ['#1f5fbf', '#e07b00', '#1a7f37', '#b42318', '#6e40c9', '#0a7e8c', '#a05a00', '#c2185b', '#5b6470'];
+/** One colour per value for the whole session, so that a provider looks the same in every chart. */
+const assigned = new Map();
+const colorOf = (label) => {
+  if (!assigned.has(label)) assigned.set(label, COLORS[assigned.size % COLORS.length]);
+  return assigned.get(label);
+};
 const MAX_SERIES = 8;
 
 /**
@@ -45,8 +51,8 @@ export function stackedChart(title, name, times, series, format, timeZone) {
       { label: 'window' },
       ...order.map((i) => ({
         label: shown[i].label,
-        stroke: COLORS[i % COLORS.length],
-        fill: COLORS[i % COLORS.length],
+        stroke: colorOf(shown[i].label),
+        fill: colorOf(shown[i].label),
         width: 0,
         paths: bars,
         points: { show: false },

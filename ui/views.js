@@ -12,29 +12,41 @@ const USAGE_MEASURES = {
   billableEgressBytes: ['Billable egress', bytes],
   writtenBytes: ['Bytes written', bytes],
 };
+/** At the window's end, but storedByteHours (over the window). */
 const STORAGE_MEASURES = {
   storedBytes: ['Stored bytes', bytes],
   storedByteHours: ['Stored byte-hours', byteHours],
   objects: ['Objects', count],
+  deleteMarkers: ['Delete markers', count],
+  unknownSizeObjects: ['Objects of unknown size', count],
+  incompleteUploadBytes: ['Incomplete uploads', bytes],
 };
+const UNALLOCATED = '(unallocated)';
 const NONE = '(none)';
 
 const label = (v) => (v === null || v === undefined ? NONE : v);
+/** A cost row's value of `dim`: account-level amounts no key used are named as such. */
+const costLabel = (row, dim) => (row.unallocated && (row[dim] === null || row[dim] === undefined) ? UNALLOCATED : label(row[dim]));
 const seconds = (iso) => Date.parse(iso) / 1000;
 
 function measuresOf(features) {
   return features.storage ? { ...USAGE_MEASURES, ...STORAGE_MEASURES } : USAGE_MEASURES;
 }
 
+/** /v1/usage with the stored-bytes measures where the server has them; every page. */
+function usage(ctx, params) {
+  return all('/v1/usage', { ...params, ...(ctx.features.storageParam ? { storage: 'true' } : {}) }, 'rows');
+}
+
 /** Rows of one window series per value of `by`: {times, series:[{label, values}]}. */
-function pivot(rows, by, value) {
+function pivot(rows, by, value, name = (row) => label(row[by])) {
   const times = [...new Set(rows.map((r) => seconds(r.start)))].sort((a, b) => a - b);
   const index = new Map(times.map((t, i) => [t, i]));
   const series = new Map();
   for (const row of rows) {
-    const name = label(row[by]);
-    if (!series.has(name)) series.set(name, new Array(times.length).fill(0));
-    series.get(name)[index.get(seconds(row.start))] += value(row);
+    const key = name(row);
+    if (!series.has(key)) series.set(key, new Array(times.length).fill(0));
+    series.get(key)[index.get(seconds(row.start))] += value(row);
   }
   return { times, series: [...series].map(([name, values]) => ({ label: name, values })) };
 }
@@ -42,12 +54,13 @@ function pivot(rows, by, value) {
 /** The currency most cost rows are in; a tenant with plans in several currencies sees each total. */
 function mainCurrency(rows) {
   const counts = new Map();
-  for (const r of rows) counts.set(r.currency, (counts.get(r.currency) ?? 0) + 1);
+  // Unpriced rows (a provider with no plan) have no currency and cost 0.
+  for (const r of rows) if (r.currency) counts.set(r.currency, (counts.get(r.currency) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
 }
 
 function costCards(rows) {
-  const currencies = [...new Set(rows.map((r) => r.currency))];
+  const currencies = [...new Set(rows.map((r) => r.currency).filter(Boolean))];
   return currencies.map((c) => [`Total cost (${c})`, money(decimalSum(rows.filter((r) => r.currency === c).map((r) => r.totalCost)), c), `cost-${c}`]);
 }
 
@@ -110,8 +123,7 @@ async function overview(ctx) {
   const costs = features.costs ? get('/v1/costs', { ...range, granularity: 'none' }) : null;
   const work = [
     fill(totals, ctx, async () => {
-      const usage = await get('/v1/usage', { ...range, granularity: 'none' });
-      const row = usage.rows[0] ?? {};
+      const row = (await usage(ctx, { ...range, granularity: 'none' }))[0] ?? {};
       const items = Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m]);
       const costRows = costs ? (await costs).rows : [];
       const shown = cards([...costCards(costRows), ...items]);
@@ -124,11 +136,11 @@ async function overview(ctx) {
       const rows = (await get('/v1/costs', { ...range, groupBy: by })).rows;
       const currency = mainCurrency(rows);
       const own = rows.filter((r) => r.currency === currency);
-      const { times, series } = pivot(own, by, (r) => Number(r.totalCost));
+      const { times, series } = pivot(own, by, (r) => Number(r.totalCost), (r) => costLabel(r, by));
       return stackedChart(`Cost over time by ${by}${currency ? ` (${currency})` : ''}`, 'cost', times, series, (v) => money(v, currency ?? 'USD'), range.timeZone);
     }),
     fill(usageChart, ctx, async () => {
-      const rows = await all('/v1/usage', { ...range, groupBy: by }, 'rows');
+      const rows = await usage(ctx, { ...range, groupBy: by });
       const { times, series } = pivot(rows, by, (r) => r[metric] ?? 0);
       return stackedChart(`${metricLabel} over time by ${by}`, 'usage', times, series, metricFormat, range.timeZone);
     }),
@@ -150,16 +162,18 @@ async function overview(ctx) {
 async function topTable(ctx, dim, title, metric) {
   const { range, features, state } = ctx;
   const measures = measuresOf(features);
-  const usage = (await get('/v1/usage', { ...range, granularity: 'none', groupBy: dim })).rows;
-  const byValue = new Map(usage.map((r) => [label(r[dim]), { name: label(r[dim]), raw: r[dim], ...r }]));
+  const used = await usage(ctx, { ...range, granularity: 'none', groupBy: dim });
+  const byValue = new Map(used.map((r) => [label(r[dim]), { name: label(r[dim]), raw: r[dim], ...r }]));
   let rows;
   let costColumns = [];
   if (features.costs) {
     const costRows = (await get('/v1/costs', { ...range, granularity: 'none', groupBy: dim })).rows;
     const currency = mainCurrency(costRows);
+    // Grouped by bucket or provider, a value has a row per plan: its cost is their exact sum.
     for (const c of costRows.filter((r) => r.currency === currency)) {
-      const name = label(c[dim]);
-      byValue.set(name, { name, raw: c[dim], ...byValue.get(name), cost: c.totalCost, currency: c.currency });
+      const name = costLabel(c, dim);
+      const row = byValue.get(name) ?? { name, raw: c[dim] };
+      byValue.set(name, { ...row, cost: decimalSum([row.cost ?? '0', c.totalCost]) });
     }
     const total = Number(decimalSum([...byValue.values()].map((r) => r.cost ?? '0')));
     rows = [...byValue.values()].sort((a, b) => Number(b.cost ?? 0) - Number(a.cost ?? 0));
@@ -222,17 +236,17 @@ async function customer(ctx) {
   const costChart = (dim) => async () => {
     const rows = (await get('/v1/costs', { ...range, ...filter, groupBy: dim })).rows;
     const currency = mainCurrency(rows);
-    const { times, series } = pivot(rows.filter((r) => r.currency === currency), dim, (r) => Number(r.totalCost));
+    const { times, series } = pivot(rows.filter((r) => r.currency === currency), dim, (r) => Number(r.totalCost), (r) => costLabel(r, dim));
     return stackedChart(`Cost by ${dim}${currency ? ` (${currency})` : ''}`, `cost-${dim}`, times, series, (v) => money(v, currency ?? 'USD'), range.timeZone);
   };
   const usageChart = (dim) => async () => {
-    const rows = await all('/v1/usage', { ...range, ...filter, groupBy: dim }, 'rows');
+    const rows = await usage(ctx, { ...range, ...filter, groupBy: dim });
     const { times, series } = pivot(rows, dim, (r) => r[metric] ?? 0);
     return stackedChart(`${metricLabel} by ${dim}`, `usage-${dim}`, times, series, metricFormat, range.timeZone);
   };
   const work = [
     fill(totals, ctx, async () => {
-      const row = (await get('/v1/usage', { ...range, ...filter, granularity: 'none' })).rows[0] ?? {};
+      const row = (await usage(ctx, { ...range, ...filter, granularity: 'none' }))[0] ?? {};
       const costRows = features.costs ? (await get('/v1/costs', { ...range, ...filter, granularity: 'none' })).rows : [];
       return cards([...costCards(costRows), ...Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m])]);
     }),
@@ -248,7 +262,7 @@ async function customer(ctx) {
   if (features.storage) {
     work.push(
       fill(chartSlot('stored'), ctx, async () => {
-        const rows = await all('/v1/usage', { ...range, ...filter, groupBy: 'bucket' }, 'rows');
+        const rows = await usage(ctx, { ...range, ...filter, groupBy: 'bucket' });
         const { times, series } = pivot(rows, 'bucket', (r) => r.storedBytes ?? 0);
         return stackedChart('Stored bytes by bucket', 'stored', times, series, bytes, range.timeZone);
       }),
@@ -298,11 +312,10 @@ async function events(ctx) {
   await fill(holder, ctx, load);
 }
 
-/** Where an object version's life began or ended, however the inventory describes it. */
+/** When an object version's life began or ended (and by which kind of event). */
 function when(point, timeZone) {
   if (!point) return '';
-  const at = point.at ?? point.timestamp ?? point.time;
-  return [at ? instant(at, timeZone) : '', point.action ?? point.by ?? ''].filter(Boolean).join(' · ');
+  return [instant(point.at, timeZone), point.action ?? ''].filter(Boolean).join(' · ');
 }
 
 async function objects(ctx) {
@@ -347,14 +360,18 @@ async function objects(ctx) {
   const columns = [
     { label: 'key', value: (o) => o.key },
     { label: 'versionId', value: (o) => o.versionId ?? '' },
-    { label: 'size', value: (o) => o.size ?? '', show: (o) => (o.size === null || o.size === undefined ? 'unknown' : bytes(o.size)), num: true },
-    { label: 'created', value: (o) => JSON.stringify(o.created ?? null), show: (o) => when(o.created, range.timeZone) },
-    { label: 'ended', value: (o) => JSON.stringify(o.ended ?? null), show: (o) => when(o.ended, range.timeZone) },
+    { label: 'kind', value: (o) => (o.deleteMarker ? 'delete marker' : 'version') },
+    { label: 'size', value: (o) => o.size ?? '', show: (o) => (o.deleteMarker ? '' : o.size === null || o.size === undefined ? 'unknown' : bytes(o.size)), num: true },
+    { label: 'customerId', value: (o) => o.created?.customerId ?? '' },
+    { label: 'created', value: (o) => o.created?.at ?? '', show: (o) => when(o.created, range.timeZone) },
+    { label: 'created by', value: (o) => o.created?.eventId ?? '' },
+    { label: 'ended', value: (o) => o.ended?.at ?? '', show: (o) => when(o.ended, range.timeZone) },
+    { label: 'ended by', value: (o) => o.ended?.eventId ?? '' },
   ];
   const load = async () => {
     const page = await get('/v1/objects', { ...params, ...(cursor ? { cursor } : {}) });
-    loaded.push(...(page.entries ?? page.objects ?? []));
-    cursor = page.nextCursor ?? null;
+    loaded.push(...page.objects);
+    cursor = page.nextCursor;
     more.hidden = cursor === null;
     return table(`${loaded.length} objects in ${params.bucket}${cursor ? ' (more to load)' : ''}`, 'objects', columns, loaded, { empty: 'No objects match.' });
   };
