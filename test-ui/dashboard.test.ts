@@ -98,7 +98,10 @@ for (const backend of ['sqlite']) {
     };
 
     const ready = async (page: Page) => {
-      await page.waitForSelector('main[data-state="ready"]', { timeout: 20_000 });
+      await page.waitForFunction(() => {
+        const main = document.querySelector('main')!;
+        return main.dataset.state === 'ready' && main.dataset.rendered === location.hash;
+      }, undefined, { timeout: 20_000 });
     };
     const card = (page: Page, name: string) => page.textContent(`[data-card="${name}"] .value`);
     /** Chart drawn with data: points in the data, and painted pixels on its canvas. */
@@ -122,6 +125,19 @@ for (const backend of ['sqlite']) {
       await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true, clip: { x: 0, y: 0, width, height: Math.min(height, 1600) } });
     };
     const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
+    /** Fills fields of the range form and applies it: the URL, then the numbers, follow. */
+    const applyRange = async (page: Page, fields: Record<string, string>) => {
+      for (const [name, value] of Object.entries(fields)) await page.fill(`#range input[name="${name}"]`, value);
+      await page.click('#range button[type="submit"]');
+      await page.waitForFunction((f) => Object.entries(f).every(([n, v]) => new URLSearchParams(location.hash.split('?')[1]).get(n) === v), fields);
+      await ready(page);
+    };
+    /** The end of every page's test: its screenshot, nothing went wrong on it, the tab closed. */
+    const finish = async ({ page, problems }: Opened, screenshot?: string) => {
+      if (screenshot !== undefined) await shot(page, screenshot);
+      assert.deepEqual(problems, []);
+      await page.close();
+    };
 
     before(async () => {
       const dataDir = tempDir();
@@ -190,8 +206,7 @@ for (const backend of ['sqlite']) {
         return [f.bytes(999), f.bytes(1234), f.bytes(31_700_000_000), f.bytes(5e12), f.money('12.345', 'USD'), f.money('3', 'EUR'), f.decimalSum(['0.1', '0.2', '1.005']), f.decimalSum(['-0.5', '0.25']), f.count(1234567)];
       });
       assert.deepEqual(shown, ['999 B', '1.23 KB', '31.7 GB', '5.00 TB', '$12.345', '€3.00', '1.305', '-0.25', '1,234,567']);
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems });
     });
 
     it('says what is wrong with no key, a wrong key and an ingest-only key, and signs in with a read key', async () => {
@@ -213,8 +228,7 @@ for (const backend of ['sqlite']) {
       await ready(page);
       assert.equal(await page.evaluate(() => sessionStorage.getItem('bucketmeter.apiKey')), readKey);
       assert.equal(await page.evaluate(() => localStorage.length), 0);
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems });
     });
 
     it('overview: totals, charts and top tables equal the API; a range change updates them; interactive time measured', async () => {
@@ -265,23 +279,23 @@ for (const backend of ['sqlite']) {
       }
       await shot(page, 'overview');
       // The range form: three days only.
-      await page.fill('#range input[name="from"]', '2026-10-03');
-      await page.fill('#range input[name="to"]', '2026-10-05');
-      await page.click('#range button[type="submit"]');
-      await page.waitForFunction(() => location.hash.includes('from=2026-10-03'));
-      await ready(page);
+      await applyRange(page, { from: '2026-10-03', to: '2026-10-05' });
       const narrow = (await api('/v1/usage?from=2026-10-03T00:00:00Z&to=2026-10-06T00:00:00Z')).rows[0];
       assert.notEqual(narrow.requests, total.requests);
       assert.equal(await card(page, 'requests'), format(narrow.requests));
       assert.equal(await card(page, 'readBytes'), await page.evaluate(async ([n, url]) => (await import(url)).bytes(n), [narrow.readBytes, '/ui/format.js'] as const));
+      // The time zone: the same dates are other instants, and so other numbers.
+      await applyRange(page, { tz: 'America/New_York' });
+      const zoned = (await api('/v1/usage?from=2026-10-03T04:00:00Z&to=2026-10-06T04:00:00Z')).rows[0];
+      assert.notEqual(zoned.requests, narrow.requests);
+      assert.equal(await card(page, 'requests'), format(zoned.requests));
       // The state is in the URL: the same link in a new tab shows the same numbers.
       const link = page.url();
       const again = await open(link.slice(link.indexOf('#')), readKey);
       await ready(again.page);
-      assert.equal(await card(again.page, 'requests'), format(narrow.requests));
-      assert.deepEqual([...problems, ...again.problems], []);
-      await page.close();
-      await again.page.close();
+      assert.equal(await card(again.page, 'requests'), format(zoned.requests));
+      await finish(again);
+      await finish({ page, problems });
     });
 
     it('customer page: filtered to the customer, equal to the API, with charts and its events', async () => {
@@ -295,15 +309,13 @@ for (const backend of ['sqlite']) {
       const all = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
       assert.ok(own.requests < all.requests);
       assert.equal(await card(page, 'requests'), format(own.requests));
-      for (const chart of ['usage-featureId', 'usage-clientId', ...(features.costs ? ['cost-featureId', 'cost-clientId'] : [])]) {
+      for (const chart of ['usage-featureId', 'usage-clientId', ...(features.costs ? ['cost-featureId', 'cost-clientId'] : []), ...(features.storage ? ['stored'] : [])]) {
         const drawn = await painted(page, chart);
         assert.ok(drawn.points > 0 && drawn.pixels > 500, `${chart} ${JSON.stringify(drawn)}`);
       }
       const customers = await page.$$eval('[data-table="customer-events"] tbody tr td:nth-child(6)', (tds) => [...new Set(tds.map((td) => td.textContent))]);
       assert.deepEqual(customers, [id]);
-      await shot(page, 'customer');
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems }, 'customer');
     });
 
     it('event explorer: a filter shows exactly the events the API lists for it', async () => {
@@ -326,8 +338,7 @@ for (const backend of ['sqlite']) {
       assert.equal(lines[0], 'timestamp,action,provider,bucket,objectKey,customerId,featureId,clientType,clientId,bytes,eventId,receivedAt');
       assert.equal(lines.length, expected.length + 1);
       assert.equal(lines[1], [expected[0].timestamp, 'PutObject', expected[0].provider, expected[0].bucket, expected[0].objectKey, 'cus-bravo', expected[0].featureId, expected[0].clientType, expected[0].clientId, expected[0].bytes, expected[0].eventId, expected[0].receivedAt].join(','));
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems });
     });
 
     it('object inventory: the listing of a bucket, or a clear "not available" without the endpoint', async () => {
@@ -341,9 +352,7 @@ for (const backend of ['sqlite']) {
       } else {
         assert.match((await page.textContent('main'))!, /Object inventory \(GET \/v1\/objects\): not available on this server/);
       }
-      await shot(page, 'objects');
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems }, 'objects');
     });
 
     it("quarantine: the tenant's own entries, and an entry's errors and body shown as text", async () => {
@@ -361,9 +370,7 @@ for (const backend of ['sqlite']) {
       assert.match((await page.textContent('pre.body'))!, /"objectKey": "<img src=x id=injected>"/);
       assert.equal(await page.$('#injected'), null);
       assert.match((await page.textContent(`[data-table="quarantine-${listed[1].id}-errors"]`))!, /\/timestamp/);
-      await shot(page, 'quarantine-entry');
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems }, 'quarantine-entry');
     });
 
     it('receipts: one row per UTC day, as the API reconciles them', async () => {
@@ -373,9 +380,7 @@ for (const backend of ['sqlite']) {
       const days = await page.$$eval('[data-table="receipts"] tbody tr', (trs) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[6]!.textContent]));
       assert.deepEqual(days, api14.days.map((d: { day: string; requests: number }) => [d.day, format(d.requests)]));
       assert.match((await page.textContent('main'))!, /Every day reconciles/);
-      await shot(page, 'receipts');
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems }, 'receipts');
     });
 
     it('is usable with the keyboard alone, and readable in a narrow window', async () => {
@@ -393,8 +398,7 @@ for (const backend of ['sqlite']) {
       await page.keyboard.press('Enter');
       await page.waitForSelector('[data-view="receipts"]');
       await ready(page);
-      assert.deepEqual(problems, []);
-      await page.close();
+      await finish({ page, problems });
     });
   });
 }

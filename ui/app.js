@@ -135,7 +135,11 @@ async function render() {
     }
     view.append(notice(error instanceof ApiError ? `The server refused this: ${error.message}` : `Something went wrong: ${error.message}`, 'error'));
   }
-  if (token === renderCount) main.dataset.state = 'ready';
+  if (token === renderCount) {
+    main.dataset.state = 'ready';
+    // Which state is on screen (tests wait for it after changing the URL).
+    main.dataset.rendered = location.hash;
+  }
 }
 
 window.addEventListener('hashchange', render);
