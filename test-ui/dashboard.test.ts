@@ -388,6 +388,15 @@ for (const backend of ['sqlite']) {
       await finish({ page, problems }, 'receipts');
     });
 
+    it('says so when a link holds a time zone or a date that is not valid', async () => {
+      for (const query of ['from=2026-10-01&to=2026-10-14&tz=Mars/Base', 'from=yesterday&to=2026-10-14&tz=UTC']) {
+        const opened = await open(`#/overview?${query}`, readKey);
+        await ready(opened.page);
+        assert.match((await opened.page.textContent('main .notice.error'))!, /is not valid \(dates as YYYY-MM-DD, a time zone such as Europe\/Berlin\)/);
+        await finish(opened);
+      }
+    });
+
     it('is usable with the keyboard alone, and readable in a narrow window', async () => {
       const { page, problems } = await open(`#/overview?${RANGE}`, readKey, { width: 380 });
       await ready(page);

@@ -12,6 +12,15 @@ const signOut = document.getElementById('signout');
 const DEFAULT_DAYS = 30;
 let renderCount = 0;
 
+function knownZone(tz) {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The state the URL holds. */
 export function readState() {
   const hash = location.hash.replace(/^#\/?/, '');
@@ -19,7 +28,8 @@ export function readState() {
   const [view = 'overview', ...rest] = path.split('/');
   const params = new URLSearchParams(query);
   const tz = params.get('tz') || Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-  const to = params.get('to') || dateIn(tz);
+  // A zone this browser does not know is kept (the view says so), with default dates in UTC.
+  const to = params.get('to') || dateIn(knownZone(tz) ? tz : 'UTC');
   const from = params.get('from') || addDays(to, 1 - DEFAULT_DAYS);
   const g = params.get('g') || 'day';
   return { view: VIEWS[view] ? view : 'overview', arg: rest.map(decodeURIComponent).join('/'), params, from, to, tz, g };
@@ -53,7 +63,7 @@ rangeForm.addEventListener('submit', (event) => {
 rangeForm.preset.addEventListener('change', () => {
   const days = Number(rangeForm.preset.value);
   if (!days) return;
-  const tz = rangeForm.tz.value.trim() || 'UTC';
+  const tz = knownZone(rangeForm.tz.value.trim()) ? rangeForm.tz.value.trim() : 'UTC';
   rangeForm.to.value = dateIn(tz);
   rangeForm.from.value = addDays(rangeForm.to.value, 1 - days);
 });
@@ -119,11 +129,16 @@ async function render() {
     for (const name of ['from', 'to', 'tz', 'g']) if (state.params.has(name)) keep.set(name, state.params.get(name));
     a.href = `#/${a.dataset.view}${keep.size ? `?${keep}` : ''}`;
   }
-  const range = { from: zoneMidnight(state.from, state.tz), to: zoneMidnight(addDays(state.to, 1), state.tz), timeZone: state.tz, granularity: state.g };
   const view = h('div', { class: 'view', 'data-view': state.view });
   main.replaceChildren(view);
   main.dataset.state = 'loading';
   try {
+    let range;
+    try {
+      range = { from: zoneMidnight(state.from, state.tz), to: zoneMidnight(addDays(state.to, 1), state.tz), timeZone: state.tz, granularity: state.g };
+    } catch {
+      throw new Error(`the range ${state.from} to ${state.to} in ${state.tz} is not valid (dates as YYYY-MM-DD, a time zone such as Europe/Berlin)`);
+    }
     const features = await serverFeatures();
     await VIEWS[state.view]({ state, range, features, view, go, isCurrent: () => token === renderCount });
   } catch (error) {

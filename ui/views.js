@@ -120,12 +120,11 @@ async function overview(ctx) {
   const usageChart = slot(view, 'usage-chart');
   const tops = h('div', { class: 'grid2' });
   view.append(tops);
-  const costs = features.costs ? get('/v1/costs', { ...range, granularity: 'none' }) : null;
   const work = [
     fill(totals, ctx, async () => {
-      const row = (await usage(ctx, { ...range, granularity: 'none' }))[0] ?? {};
+      const [used, costRows] = await Promise.all([usage(ctx, { ...range, granularity: 'none' }), features.costs ? get('/v1/costs', { ...range, granularity: 'none' }).then((c) => c.rows) : []]);
+      const row = used[0] ?? {};
       const items = Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m]);
-      const costRows = costs ? (await costs).rows : [];
       const shown = cards([...costCards(costRows), ...items]);
       // "Overview interactive": the first numbers are on the page (the browser test reads this mark).
       requestAnimationFrame(() => performance.mark('bm-overview-numbers'));

@@ -129,6 +129,8 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
 
   app.addHook('onRequest', async (request) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) throw new BmError('BM_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
+    // A bare "GET /" line parses as HTTP/0.9, which no client of this API sends (and which has no headers).
+    if (request.raw.httpVersionMajor === 0) throw new BmError('BM_ERR_BAD_REQUEST', 'HTTP/0.9 is not supported; send HTTP/1.1.');
     const expect = request.headers.expect;
     if (expect !== undefined && !CONTINUE.test(expect)) throw new BmError('BM_ERR_EXPECTATION_FAILED');
     // Unknown routes answer 404 whatever the key; /healthz needs none.

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, startServer, tempDir } from '../support/server.js';
@@ -55,5 +56,17 @@ describe('dashboard files', () => {
       assert.equal(reply.status, 404, path);
       assert.equal(reply.headers.get('content-type'), 'application/problem+json; charset=utf-8', path);
     }
+  });
+
+  it('refuses a bare "GET /" line (HTTP/0.9) with a problem, not a redirect', async () => {
+    const answer = await new Promise<string>((done, fail) => {
+      let text = '';
+      const socket = connect(server.port, '127.0.0.1', () => socket.end('GET /\r\n\r\n'));
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('close', () => done(text));
+      socket.on('error', fail);
+    });
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /"code":"BM_ERR_BAD_REQUEST"/);
   });
 });
