@@ -115,17 +115,18 @@ async function overview(ctx) {
       selectOf('metric', 'Usage measure', Object.entries(measures).map(([m, [text]]) => [m, text]), metric, (v) => ctx.go('overview', '', { metric: v })),
     ),
   );
+  const costTotals = features.costs ? slot(view, 'cost-totals') : null;
   const totals = slot(view, 'totals');
   const costChart = slot(view, 'cost-chart');
   const usageChart = slot(view, 'usage-chart');
   const tops = h('div', { class: 'grid2' });
   view.append(tops);
   const work = [
+    // Usage first, costs beside it as they come: pricing takes longer than reading rollups.
+    ...(costTotals ? [fill(costTotals, ctx, async () => cards(costCards((await get('/v1/costs', { ...range, granularity: 'none' })).rows)))] : []),
     fill(totals, ctx, async () => {
-      const [used, costRows] = await Promise.all([usage(ctx, { ...range, granularity: 'none' }), features.costs ? get('/v1/costs', { ...range, granularity: 'none' }).then((c) => c.rows) : []]);
-      const row = used[0] ?? {};
-      const items = Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m]);
-      const shown = cards([...costCards(costRows), ...items]);
+      const row = (await usage(ctx, { ...range, granularity: 'none' }))[0] ?? {};
+      const shown = cards(Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m]));
       // "Overview interactive": the first numbers are on the page (the browser test reads this mark).
       requestAnimationFrame(() => performance.mark('bm-overview-numbers'));
       return shown;
