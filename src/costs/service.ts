@@ -101,15 +101,26 @@ export interface CostDeps {
   maxKeyHours?: number;
 }
 
-function spend(budget: { left: number }, keyHours: number, month: string): void {
+/** What one request may still price; `limit` is what it started with. */
+interface Budget {
+  left: number;
+  readonly limit: number;
+}
+
+function spend(budget: Budget, keyHours: number, month: string): void {
   budget.left -= keyHours;
   if (budget.left < 0) {
-    throw new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${MAX_KEY_HOURS.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
+    throw new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
   }
 }
 
 export class CostService {
   constructor(private readonly deps: CostDeps) {}
+
+  #budget(): Budget {
+    const limit = this.deps.maxKeyHours ?? MAX_KEY_HOURS;
+    return { left: limit, limit };
+  }
 
   /**
    * The fine rows of every account-month overlapping the request, cut to [from, to) and the
@@ -117,7 +128,7 @@ export class CostService {
    */
   async fineRows(tenantId: number, request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Promise<PricedAccount[]> {
     const out: PricedAccount[] = [];
-    const budget = { left: this.deps.maxKeyHours ?? MAX_KEY_HOURS };
+    const budget = this.#budget();
     for (const month of monthsOf(request.from, request.to)) {
       for (const account of await this.priceMonth(tenantId, month, request.filters.provider, budget)) {
         const rows = account.rows.filter((r) => r.hour >= request.from && r.hour < request.to && matches(r, request.filters));
@@ -153,7 +164,7 @@ export class CostService {
   }
 
   /** Every account of the tenant in one month, priced whole; `providers`: only these (a provider filter: accounts are apart). */
-  async priceMonth(tenantId: number, month: string, providers?: readonly string[], budget = { left: this.deps.maxKeyHours ?? MAX_KEY_HOURS }): Promise<PricedAccount[]> {
+  async priceMonth(tenantId: number, month: string, providers?: readonly string[], budget = this.#budget()): Promise<PricedAccount[]> {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
@@ -214,7 +225,7 @@ export class CostService {
   }
 
   /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
-  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined, budget: { left: number }, month: string): Promise<void> {
+  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined, budget: Budget, month: string): Promise<void> {
     const feed = this.deps.storage;
     const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
       const byAccount = new Map<Account, T[]>();

@@ -1,0 +1,59 @@
+/**
+ * The per-request bound on what cost prices (BM_ERR_COST_TOO_LARGE, 503): past it the request is
+ * refused with the bound in its message, a provider filter prices only that provider's account
+ * (so it fits), and under the bound both answers agree with the unbounded one. A real SQLite store.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CostService } from '../../src/costs/service.js';
+import { BmError } from '../../src/errors.js';
+import { loadPricing } from '../../src/pricing/setup.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { SqliteStore } from '../../src/store/sqlite/index.js';
+import { getObject, newTenant } from '../store/contract.js';
+import { scratchDir } from '../support/scratch.js';
+
+const MONTH_START = Date.UTC(2026, 2, 1) / 1000;
+const HOUR = 3600;
+
+describe('cost: the bound on key × hour quantities per request', () => {
+  const temp = scratchDir('bm-cost-limit-');
+  let store: SqliteStore;
+  let tenantId: number;
+  const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
+  const service = (maxKeyHours?: number) => new CostService({ usage: store.usage, storage: store.storageFeed, pricing, maxKeyHours });
+  const request = (provider?: string) => ({ from: MONTH_START, to: MONTH_START + 31 * 24 * HOUR, filters: provider === undefined ? {} : { provider: [provider] } });
+
+  before(async () => {
+    store = await openSqliteStore({ path: join(temp.dir, 'cost.db') });
+    ({ tenantId } = await newTenant(store));
+    // aws: 2 customers × 3 hours = 6 key-hours of requests; backblaze: 1.
+    const events = [
+      ...[0, 1, 2].flatMap((h) => ['c1', 'c2'].map((customerId) => getObject(MONTH_START + h * HOUR + 5, { provider: 'aws', bucket: 'media', customerId, bytes: 1000 }))),
+      getObject(MONTH_START + 7, { provider: 'backblaze', bucket: 'archive', customerId: 'c1', bytes: 1000 }),
+    ];
+    await store.commit({ events: events.map((event) => ({ tenantId, receivedAt: MONTH_START + 10 * HOUR, event })), quarantine: [] });
+  });
+  after(async () => {
+    await store.close();
+    await temp.remove();
+  });
+
+  it('refuses a request past the bound, naming the bound, and prices a provider that fits it', async () => {
+    const unbounded = await service().fineRows(tenantId, request());
+    const keyHours = new Set(unbounded.flatMap((a) => a.rows.map((r) => JSON.stringify([r.hour, r.provider, r.key]))));
+    assert.equal(keyHours.size, 7, 'the events make 7 key × hour quantities');
+
+    await assert.rejects(service(6).fineRows(tenantId, request()), (err: unknown) => {
+      assert.ok(err instanceof BmError);
+      assert.equal(err.code, 'BM_ERR_COST_TOO_LARGE');
+      assert.match(err.message, /more than the 6 attribution key × hour quantities/);
+      return true;
+    });
+    const backblaze = await service(6).fineRows(tenantId, request('backblaze'));
+    assert.deepEqual(backblaze, unbounded.filter((a) => a.rows.every((r) => r.provider === 'backblaze')));
+    // At the bound exactly, the whole answer is priced and equals the unbounded one.
+    assert.deepEqual(await service(7).fineRows(tenantId, request()), unbounded);
+  });
+});
