@@ -16,14 +16,15 @@ import { loadPriceBook, SHIPPED_PRICES_DIR } from '../../src/pricing/catalogue.j
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import type { WireEvent } from '../support/events.js';
 import { tempDir } from '../support/scratch.js';
+import { iso, queryString, send, shuffle } from '../support/workload.js';
+import type { WorkloadSpec } from '../support/workload.js';
 import { createKey, request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS, isWindowStart, windowLabel } from '../usage/reference.js';
 import type { Dim, RefQuery } from '../usage/reference.js';
-import { referenceFine, referenceRows, shuffle } from './reference.js';
+import { referenceFine, referenceRows } from './reference.js';
 import type { RefRow } from './reference.js';
 
-const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 const at = (text: string) => Date.parse(text) / 1000;
 
 /** A plan whose allowances and tiers a hundred events cross: per request prices, a "GB" of 10^6 bytes. */
@@ -62,22 +63,8 @@ const POOLS: Record<Exclude<Dim, 'action' | 'provider'>, string[]> = {
 /** Kinds that store no bytes: stored bytes and their rules are storage-costs.test.ts's. */
 const ACTIONS = ['GetObject', 'ListObjectsV2', 'HeadObject', 'DeleteObject', 'ListBuckets'];
 
-interface Spec {
-  action: string;
-  timestamp: number;
-  provider: string;
-  bucket: string;
-  customerId?: string;
-  featureId?: string;
-  clientType?: string;
-  clientId?: string;
-  bytes: number;
-  billable?: boolean;
-  withId: boolean;
-  invalid: boolean;
-}
 
-const specArb: fc.Arbitrary<Spec> = fc.record(
+const specArb: fc.Arbitrary<WorkloadSpec> = fc.record(
   {
     action: fc.constantFrom(...ACTIONS),
     // Most in March (month boundaries and the Berlin and New York DST changes), some either side.
@@ -96,7 +83,7 @@ const specArb: fc.Arbitrary<Spec> = fc.record(
   { requiredKeys: ['action', 'timestamp', 'provider', 'bucket', 'bytes', 'withId', 'invalid'] },
 );
 
-function wire(spec: Spec, id: string): WireEvent {
+function wire(spec: WorkloadSpec, id: string): WireEvent {
   const e: WireEvent = { action: spec.action, timestamp: spec.invalid ? 'not a time' : iso(spec.timestamp), provider: spec.provider };
   for (const d of ['customerId', 'featureId', 'clientType', 'clientId'] as const) if (spec[d] !== undefined) e[d] = spec[d];
   if (spec.withId) e.eventId = id;
@@ -129,12 +116,6 @@ const queryArb: fc.Arbitrary<RefQuery> = fc.record({
   filters: fc.oneof(fc.constant({}), filterArb),
 }).map(({ range, ...q }) => ({ ...q, from: range[0]!, to: range[1]! }));
 
-function queryString(q: RefQuery, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams({ from: iso(q.from), to: iso(q.to), granularity: q.granularity, timeZone: q.timeZone, ...extra });
-  if (q.groupBy.length > 0) params.set('groupBy', q.groupBy.join(','));
-  for (const [d, values] of Object.entries(q.filters)) for (const v of values!) params.append(d, v);
-  return params.toString();
-}
 
 const COSTS = ['storageCost', 'requestCost', 'egressCost', 'otherCost', 'totalCost'] as const;
 const units = (text: string) => {
@@ -176,13 +157,6 @@ async function fetchCosts(url: string, key: string, q: RefQuery, limit?: number)
   return out;
 }
 
-async function send(url: string, key: string, events: WireEvent[], batch: number): Promise<void> {
-  for (let i = 0; i < events.length; i += batch) {
-    const chunk = events.slice(i, i + batch);
-    const reply = chunk.length === 1 ? await request(`${url}/s3`, { key, body: chunk[0] }) : await request(`${url}/s3/batch`, { key, body: chunk });
-    assert.ok(reply.status === 200 || reply.status === 400, reply.text);
-  }
-}
 
 /** Per currency, the sum of every row's totalCost. */
 function totals(rows: Map<string, RefRow>): Map<string, bigint> {

@@ -187,14 +187,3 @@ export function referencePeaks(intervals: StorageInterval[], S: number, E: numbe
   return out;
 }
 
-/** A seeded shuffle: an arrival order. */
-export function shuffle<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}

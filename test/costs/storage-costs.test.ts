@@ -22,7 +22,8 @@ import { createKey, request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS } from '../usage/reference.js';
 import type { RefQuery } from '../usage/reference.js';
-import { referenceFine, referenceRows, shuffle } from './reference.js';
+import { referenceFine, referenceRows } from './reference.js';
+import { shuffle } from '../support/workload.js';
 import type { RefRow } from './reference.js';
 
 const at = (text: string) => Date.parse(text) / 1000;

@@ -8,12 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import type { WireEvent } from '../support/events.js';
+import { iso, queryString, send, shuffle } from '../support/workload.js';
+import type { WorkloadSpec } from '../support/workload.js';
 import { createKey, request, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { countedEvents, DIMS, isWindowStart, MEASURE_NAMES, reference, windowLabel } from './reference.js';
 import type { Dim, RefQuery } from './reference.js';
 
-const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 const at = (text: string) => Date.parse(text) / 1000;
 
 /** DST changes of 2026: New York and Berlin in spring (23-hour days) and autumn (25-hour days). */
@@ -33,22 +34,8 @@ const POOLS: Record<Exclude<Dim, 'action'>, string[]> = {
 };
 const ACTIONS = ['GetObject', 'PutObject', 'PostObject', 'UploadPart', 'UploadPartCopy', 'HeadBucket', 'DeleteObject', 'ListBuckets'];
 
-interface Spec {
-  action: string;
-  timestamp: number;
-  provider: string;
-  bucket: string;
-  customerId?: string;
-  featureId?: string;
-  clientType?: string;
-  clientId?: string;
-  bytes: number;
-  billable?: boolean;
-  withId: boolean;
-  invalid: boolean;
-}
 
-const specArb: fc.Arbitrary<Spec> = fc.record(
+const specArb: fc.Arbitrary<WorkloadSpec> = fc.record(
   {
     action: fc.constantFrom(...ACTIONS),
     timestamp: fc.tuple(fc.constantFrom(...CENTERS), fc.integer({ min: -40 * 3600, max: 40 * 3600 })).map(([c, d]) => c + d),
@@ -66,7 +53,7 @@ const specArb: fc.Arbitrary<Spec> = fc.record(
   { requiredKeys: ['action', 'timestamp', 'provider', 'bucket', 'bytes', 'withId', 'invalid'] },
 );
 
-function wire(spec: Spec, id: string): WireEvent {
+function wire(spec: WorkloadSpec, id: string): WireEvent {
   const e: WireEvent = { action: spec.action, timestamp: spec.invalid ? 'not a time' : iso(spec.timestamp), provider: spec.provider };
   for (const d of ['customerId', 'featureId', 'clientType', 'clientId'] as const) if (spec[d] !== undefined) e[d] = spec[d];
   if (spec.withId) e.eventId = id;
@@ -121,23 +108,7 @@ const queryArb: fc.Arbitrary<RefQuery> = fc.record({
   filters: filterArb,
 });
 
-function shuffle<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
-function queryString(q: RefQuery, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams({ from: iso(q.from), to: iso(q.to), granularity: q.granularity, timeZone: q.timeZone, ...extra });
-  if (q.groupBy.length > 0) params.set('groupBy', q.groupBy.join(','));
-  for (const [d, values] of Object.entries(q.filters)) for (const v of values!) params.append(d, v);
-  return params.toString();
-}
 
 /** Every page of a usage answer, its rows checked for window bounds and order, keyed as reference() keys them. */
 async function fetchUsage(url: string, key: string, q: RefQuery, limit?: number): Promise<Map<string, bigint[]>> {
@@ -180,13 +151,6 @@ async function fetchUsage(url: string, key: string, q: RefQuery, limit?: number)
   return out;
 }
 
-async function send(url: string, key: string, events: WireEvent[], batch: number): Promise<void> {
-  for (let i = 0; i < events.length; i += batch) {
-    const chunk = events.slice(i, i + batch);
-    const reply = chunk.length === 1 ? await request(`${url}/s3`, { key, body: chunk[0] }) : await request(`${url}/s3/batch`, { key, body: chunk });
-    assert.ok(reply.status === 200 || reply.status === 400, reply.text);
-  }
-}
 
 for (const backend of BACKENDS) {
   describe(`usage (${backend.name})`, { skip: backend.skip }, () => {
