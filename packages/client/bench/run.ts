@@ -2,13 +2,17 @@
  * The package's figures, on this machine:
  *  1. instrumentS3 overhead per S3 call: median time of the same GetObject through a real S3Client
  *     with a scripted request handler, with and without the middleware (alternating call by call, so both
- *     see the same machine load).
+ *     see the same machine load), in several rounds: the figure is the median of the rounds' differences.
  *  2. One process tracking events: events/s delivered to a local bucketmeter (answered by the server),
- *     and the process's peak RSS.
+ *     with every object key new (the server's worst case) and with keys from a working set; and to a
+ *     stand-in server that only reads the batches (bench/sink.ts), the client's own ceiling. Peak RSS
+ *     and CPU of the tracking process, CPU of the server.
+ * The load average is printed with each figure: the machine may be shared.
  * `npm run bench -w @bucketmeter/client [-- --quick]`. Needs the root build (the server).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import * as S3 from '@aws-sdk/client-s3';
@@ -21,15 +25,23 @@ const { startServer, tempDir } = (await import(new URL('dist/test/support/server
   tempDir(prefix: string): string;
 };
 
+/**
+ * Answers on the next turn of the event loop, as a socket would. An answer within the same turn
+ * (promises only) would starve the event loop for the whole run: the meter could not send, and the
+ * metered calls would pay for a queue that only grows, which no application sees.
+ */
 function scriptedClient(): S3.S3Client {
   const body = Buffer.from('abcd');
   return new S3.S3Client({
     region: 'us-east-1',
     credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
     requestHandler: {
-      handle: async () => ({
-        response: { statusCode: 200, headers: { date: new Date().toUTCString(), 'content-length': '4', 'x-amz-version-id': 'v1' }, body: Readable.from([body]) },
-      }),
+      handle: () =>
+        new Promise((answer) =>
+          setImmediate(() =>
+            answer({ response: { statusCode: 200, headers: { date: new Date().toUTCString(), 'content-length': '4', 'x-amz-version-id': 'v1' }, body: Readable.from([body]) } }),
+          ),
+        ),
     } as never,
   });
 }
@@ -44,8 +56,6 @@ async function overhead(url: string, apiKey: string) {
   const plain = scriptedClient();
   const metered = scriptedClient();
   instrumentS3(metered, meter, { defaultAttribution: { customerId: 'cus_1', featureId: 'bench' } });
-  const times: Record<'plain' | 'metered', number[]> = { plain: [], metered: [] };
-  const calls = quick ? 5000 : 20_000;
   const once = async (client: S3.S3Client, i: number) => {
     const t0 = process.hrtime.bigint();
     await client.send(new S3.GetObjectCommand({ Bucket: 'media', Key: `k/${i}` }));
@@ -53,26 +63,38 @@ async function overhead(url: string, apiKey: string) {
   };
   // Warm-up: JIT and the SDK's lazily resolved config.
   for (let i = 0; i < 1000; i++) await once(plain, i), await once(metered, i);
-  // Call by call, alternating which goes first, so both see the same machine load.
-  const cpu0 = { plain: 0, metered: 0 };
-  for (let i = 0; i < calls; i++) {
-    for (const which of i % 2 === 0 ? (['plain', 'metered'] as const) : (['metered', 'plain'] as const)) {
-      const c0 = process.cpuUsage();
-      times[which].push(await once(which === 'plain' ? plain : metered, i));
-      const c = process.cpuUsage(c0);
-      cpu0[which] += c.user + c.system;
+  const rounds = quick ? 5 : 9;
+  const calls = quick ? 2000 : 5000;
+  const results: { plainUs: number; meteredUs: number; overheadUs: number; cpuOverheadUs: number; load: number }[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const times: Record<'plain' | 'metered', number[]> = { plain: [], metered: [] };
+    const cpu = { plain: 0, metered: 0 };
+    // Call by call, alternating which goes first, so both see the same machine load.
+    for (let i = 0; i < calls; i++) {
+      for (const which of i % 2 === 0 ? (['plain', 'metered'] as const) : (['metered', 'plain'] as const)) {
+        const c0 = process.cpuUsage();
+        times[which].push(await once(which === 'plain' ? plain : metered, i));
+        const c = process.cpuUsage(c0);
+        cpu[which] += c.user + c.system;
+      }
     }
+    const plainUs = median(times.plain);
+    const meteredUs = median(times.metered);
+    // CPU per call (mean; the process's, so the sending of the events is in it), less disturbed by other processes than wall time.
+    results.push({ plainUs, meteredUs, overheadUs: meteredUs - plainUs, cpuOverheadUs: (cpu.metered - cpu.plain) / calls, load: loadavg()[0]! });
   }
   const stats = await meter.close({ timeoutMs: 30_000 });
-  const plainUs = median(times.plain);
-  const meteredUs = median(times.metered);
+  const diffs = results.map((r) => r.overheadUs);
+  const round1 = (x: number) => +x.toFixed(1);
   return {
-    calls: times.plain.length,
-    plainMedianUs: +plainUs.toFixed(1),
-    meteredMedianUs: +meteredUs.toFixed(1),
-    overheadUs: +(meteredUs - plainUs).toFixed(1),
-    // CPU per call (mean), less disturbed by other processes than wall time.
-    cpuOverheadUs: +((cpu0.metered - cpu0.plain) / calls).toFixed(1),
+    rounds,
+    callsPerRound: calls,
+    plainMedianUs: round1(median(results.map((r) => r.plainUs))),
+    meteredMedianUs: round1(median(results.map((r) => r.meteredUs))),
+    overheadUs: round1(median(diffs)),
+    overheadRangeUs: [round1(Math.min(...diffs)), round1(Math.max(...diffs))],
+    cpuOverheadUs: round1(median(results.map((r) => r.cpuOverheadUs))),
+    loadAverages: results.map((r) => +r.load.toFixed(1)),
     eventsSent: stats.sent,
   };
 }
@@ -84,22 +106,35 @@ function cpuSecondsOf(pid: number): number {
 }
 
 /** In its own process (bench/track.ts), so RSS is the tracking process's, without the AWS SDK. */
-async function throughput(url: string, apiKey: string, serverPid: number) {
+async function throughput(url: string, apiKey: string, serverPid: number, keys: 'distinct' | 'working-set') {
   const total = quick ? 200_000 : 1_000_000;
   const serverCpu0 = cpuSecondsOf(serverPid);
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'track.js'), url, apiKey, String(total)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  await new Promise((done) => child.on('exit', done));
+  const load = loadavg()[0]!;
+  const out = await runNode(join(import.meta.dirname, 'track.js'), [url, apiKey, String(total), keys], true);
   const result = JSON.parse(out) as { events: number; seconds: number; eventsPerSecond: number; peakRssMB: number; cpuSeconds: number; cpuMicrosPerEvent: number; stats: unknown };
-  return { ...result, serverCpuSeconds: +(cpuSecondsOf(serverPid) - serverCpu0).toFixed(2) };
+  const serverCpuSeconds = cpuSecondsOf(serverPid) - serverCpu0;
+  return { keys, ...result, serverCpuSeconds: +serverCpuSeconds.toFixed(2), serverCpuMicrosPerEvent: +((serverCpuSeconds * 1e6) / total).toFixed(1), loadAverage: +((load + loadavg()[0]!) / 2).toFixed(1) };
+}
+
+/** Runs a script of this bench with node; resolves with its stdout once it exits (or, with untilExit false, its first line). */
+function runNode(script: string, args: string[], untilExit: boolean): Promise<string> & { child?: ReturnType<typeof spawn> } {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const done = new Promise<string>((resolve) => {
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (!untilExit && out.includes('\n')) resolve(out);
+    });
+    child.on('exit', () => resolve(out));
+  });
+  return Object.assign(done, { child });
 }
 
 /**
- * The middleware's own cost per call, without the SDK around it: the two middlewares instrumentS3
- * adds, run on a GetObject's real shapes (input, request headers as the SDK sends them, output,
- * response), with the next handler answering at once. On a loaded machine this is the stable
- * figure; the A/B difference above carries the noise of a ~400 µs SDK call.
+ * The middleware's own cost per call, without the SDK around it: the middleware instrumentS3 adds,
+ * run on a GetObject's real shapes (input, request headers as the SDK sends them, output, response),
+ * with the next handler answering at once. On a loaded machine this is the stable figure; the A/B
+ * difference above carries the noise of a ~400 µs SDK call.
  */
 async function selfCost(url: string, apiKey: string) {
   const meter = new BucketmeterClient({ url, apiKey, exitHooks: false });
@@ -115,11 +150,9 @@ async function selfCost(url: string, apiKey: string) {
   const times: number[] = [];
   const calls = quick ? 20_000 : 100_000;
   for (let i = 0; i < calls + 5000; i++) {
-    const context = { commandName: 'GetObjectCommand' };
-    const inner = added.bucketmeterCapture!(async () => result, context);
-    const outer = added.bucketmeterEmit!(async (args) => inner({ ...args, request }), context);
+    const handler = added.bucketmeter!(async () => result, { commandName: 'GetObjectCommand' });
     const t0 = process.hrtime.bigint();
-    await outer({ input: { Bucket: 'media', Key: `k/${i}` } });
+    await handler({ input: { Bucket: 'media', Key: `k/${i}` }, request });
     if (i >= 5000) times.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   await meter.close({ timeoutMs: 30_000 });
@@ -127,14 +160,23 @@ async function selfCost(url: string, apiKey: string) {
 }
 
 const server = await startServer({ dataDir: tempDir('bm-client-bench-') });
+const sinkRun = runNode(join(import.meta.dirname, 'sink.js'), [], false);
 try {
   const o = await overhead(server.url, server.bootstrapKey!);
-  console.log(`instrumentS3 overhead: median ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without → ${o.overheadUs} µs per call (${o.calls} calls each, alternating); CPU: +${o.cpuOverheadUs} µs per call`);
+  console.log(`instrumentS3 overhead: median ${o.overheadUs} µs per call (rounds: ${o.overheadRangeUs.join(' to ')} µs; ${o.rounds} rounds of ${o.callsPerRound} calls each, alternating; ${o.meteredMedianUs} µs with vs ${o.plainMedianUs} µs without); CPU: +${o.cpuOverheadUs} µs per call; load ${o.loadAverages.join(', ')}`);
   const self = await selfCost(server.url, server.bootstrapKey!);
   console.log(`instrumentS3 own cost: median ${self.medianUs} µs per call (${self.calls} calls; event made and queued, handler answering at once)`);
-  const t = await throughput(server.url, server.bootstrapKey!, server.child.pid!);
-  console.log(`delivery: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s answered by the server; peak RSS ${t.peakRssMB} MB; CPU: client ${t.cpuSeconds} s (${t.cpuMicrosPerEvent} µs per event), server ${t.serverCpuSeconds} s; stats ${JSON.stringify(t.stats)}`);
-  console.log(JSON.stringify({ node: process.version, quick, overhead: o, selfCost: self, throughput: t }));
+  const sink = (JSON.parse(await sinkRun) as { url: string }).url;
+  const runs = [
+    { to: 'bucketmeter', ...(await throughput(server.url, server.bootstrapKey!, server.child.pid!, 'distinct')) },
+    { to: 'bucketmeter', ...(await throughput(server.url, server.bootstrapKey!, server.child.pid!, 'working-set')) },
+    { to: 'sink', ...(await throughput(sink, 'bench', sinkRun.child!.pid!, 'distinct')) },
+  ];
+  for (const t of runs) {
+    console.log(`delivery to ${t.to === 'sink' ? 'a stand-in that only reads the batches (client ceiling)' : 'a local bucketmeter'}, ${t.keys} keys: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s; peak RSS ${t.peakRssMB} MB; CPU per event: client ${t.cpuMicrosPerEvent} µs, ${t.to} ${t.serverCpuMicrosPerEvent} µs; load ${t.loadAverage}; stats ${JSON.stringify(t.stats)}`);
+  }
+  console.log(JSON.stringify({ node: process.version, quick, noUsage: process.env.BUCKETMETER_BENCH_NO_USAGE === '1', overhead: o, selfCost: self, throughput: runs }));
 } finally {
+  sinkRun.child!.kill();
   await server.stop();
 }

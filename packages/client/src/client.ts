@@ -47,6 +47,18 @@ const DEFAULT_BATCH_SIZE = 500;
 /** Reports of dropped events are coalesced: at most one per this interval. */
 const DROP_REPORT_MS = 5000;
 
+let isoMs = -1;
+let iso = '';
+
+/** toISOString costs as much as the rest of track(), and events come many to a millisecond: the last one is kept. */
+function isoTime(ms: number): string {
+  if (ms !== isoMs) {
+    iso = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return iso;
+}
+
 export class BucketmeterClient {
   private readonly queue: EventQueue;
   private readonly transport: Transport | undefined;
@@ -112,12 +124,13 @@ export class BucketmeterClient {
       return undefined;
     }
     let line: string;
-    const eventId = event.eventId ?? uuidv7();
+    const now = Date.now();
+    const eventId = event.eventId ?? uuidv7(now);
     try {
       // Stringify the caller's object as it is (V8's fast path; a Date becomes ISO by its toJSON),
       // then put the defaults in front: copying the object first would cost more than the rest.
       const json = JSON.stringify(event);
-      const head = (event.timestamp === undefined ? `"timestamp":"${new Date().toISOString()}",` : '') + (event.eventId === undefined ? `"eventId":"${eventId}",` : '');
+      const head = (event.timestamp === undefined ? `"timestamp":"${isoTime(now)}",` : '') + (event.eventId === undefined ? `"eventId":"${eventId}",` : '');
       line = head === '' ? json : json.length === 2 ? `{${head.slice(0, -1)}}` : `{${head}${json.slice(1)}`;
     } catch (error) {
       this.report({ kind: 'rejected', message: `bucketmeter: event cannot be serialized: ${String(error)}`, events: [{ event, errors: [] }] });

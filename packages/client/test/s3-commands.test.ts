@@ -214,6 +214,28 @@ describe('instrumentS3: what emits nothing, and what never breaks the S3 call', 
     assert.equal(tracked.length, 1);
   });
 
+  it('upload bytes are read from the request as sent, whatever the case of its header names', async () => {
+    tracked.length = 0;
+    const s3 = scriptedS3();
+    instrumentS3(s3.client, meter());
+    // An application's own middleware that rewrites the length headers in upper case.
+    s3.client.middlewareStack.add(
+      (next) => async (args: any) => {
+        const headers = args.request.headers as Record<string, string>;
+        for (const name of Object.keys(headers)) {
+          if (!name.endsWith('content-length')) continue;
+          headers[name.toUpperCase()] = headers[name]!;
+          delete headers[name];
+        }
+        return next(args);
+      },
+      { step: 'finalizeRequest', name: 'upperCaseLengths' },
+    );
+    await s3.client.send(new S3.PutObjectCommand({ Bucket: 'media', Key: 'k', Body: 'hello' }));
+    assert.ok(Object.keys(s3.sent[0]!.headers).includes('CONTENT-LENGTH'));
+    assert.deepEqual(tracked.map((e: any) => e.bytes), [5]);
+  });
+
   it('presigning emits nothing', async () => {
     tracked.length = 0;
     const s3 = scriptedS3();

@@ -10,8 +10,8 @@ import type { DeletedObject } from '../types.js';
 export interface CallData {
   input: Record<string, any>;
   output: Record<string, any>;
-  /** Headers of the request as sent (lower-case names), after the SDK's own middleware. */
-  requestHeaders: Record<string, string>;
+  /** A header of the request as sent, after the SDK's own middleware, by its lower-case name. */
+  requestHeader(lowerName: string): string | undefined;
 }
 
 export interface Source {
@@ -43,7 +43,7 @@ const firstOf = (...sources: Source[]): Source => ({
 const header = (name: string): Source => ({
   doc: `request header ${name}`,
   get: (c) => {
-    const v = c.requestHeaders[name];
+    const v = c.requestHeader(name);
     return v === undefined || !/^\d+$/.test(v) ? undefined : Number(v);
   },
 });

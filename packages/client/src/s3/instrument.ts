@@ -1,9 +1,11 @@
 /**
- * instrumentS3: two middlewares on an AWS SDK v3 S3Client. The outer one (initialize step, first)
- * reads the attribution when the call starts and, once the whole call succeeded (retries
- * included), turns it into one event; the inner one (deserialize step) keeps the HTTP request of
- * the attempt that succeeded, whose headers say how many bytes were really sent and whose host
- * names the provider. Typed structurally, so the SDK stays an optional peer dependency.
+ * instrumentS3: one middleware on an AWS SDK v3 S3Client, at the deserialize step, where the request
+ * is the one sent (signed, its headers say how many bytes really went out, its host names the
+ * provider) and the reply is S3's. It runs once per attempt, inside the SDK's retries: only the
+ * attempt S3 answered with success becomes an event, so a call retried to success is counted once and
+ * a failed one not at all. One middleware, not one per step: each entry in the stack costs every call
+ * of the client a few µs (the SDK sorts and wraps its stack on every send). Typed structurally, so the
+ * SDK stays an optional peer dependency.
  */
 import type { BucketmeterClient } from '../client.js';
 import type { Attribution, MeterEvent } from '../types.js';
@@ -47,36 +49,28 @@ interface MiddlewareStackLike {
   add(middleware: Middleware, options: { step: string; name: string; priority: string; override: boolean }): void;
 }
 
-const SENT = Symbol('bucketmeter.sentRequest');
 /** The SDK's per-call context, shared by every middleware of one call. */
 interface CallContext {
   commandName?: string;
-  [SENT]?: HttpRequestLike;
 }
 
 export function instrumentS3(client: { middlewareStack: unknown }, meter: BucketmeterClient, options: InstrumentOptions = {}): void {
-  const emit: Middleware = (next, smithyContext) => async (args) => {
-    const context = smithyContext as CallContext;
-    const attribution = currentAttribution();
-    const result = await next(args);
-    try {
-      const event = toEvent(context.commandName ?? '', args.input, result, context[SENT], attribution, options);
-      if (event !== undefined) meter.track(event);
-    } catch (error) {
-      // Metering must never fail the user's S3 call.
-      meter.reportError({ kind: 'instrumentation', message: `bucketmeter: no event for ${String(context.commandName)}: ${String(error)}`, cause: error });
-    }
-    return result;
-  };
-  const capture: Middleware = (next, context) => async (args) => {
-    const result = await next(args);
-    (context as CallContext)[SENT] = args.request as HttpRequestLike;
-    return result;
-  };
-  // Same names with override: instrumenting a client twice replaces, never doubles.
-  const stack = client.middlewareStack as MiddlewareStackLike;
-  stack.add(emit, { step: 'initialize', name: 'bucketmeterEmit', priority: 'high', override: true });
-  stack.add(capture, { step: 'deserialize', name: 'bucketmeterCapture', priority: 'high', override: true });
+  // Not an async function: a plain then() spares the call a promise and a tick.
+  const meterCall: Middleware = (next, smithyContext) => (args) =>
+    next(args).then((result) => {
+      const context = smithyContext as CallContext;
+      try {
+        // Attribution comes from the async context of the user's send(), which the SDK's promise chain carries here.
+        const event = toEvent(context.commandName ?? '', args.input, result, args.request as HttpRequestLike | undefined, currentAttribution(), options);
+        if (event !== undefined) meter.track(event);
+      } catch (error) {
+        // Metering must never fail the user's S3 call.
+        meter.reportError({ kind: 'instrumentation', message: `bucketmeter: no event for ${String(context.commandName)}: ${String(error)}`, cause: error });
+      }
+      return result;
+    });
+  // Same name with override: instrumenting a client twice replaces, never doubles.
+  (client.middlewareStack as MiddlewareStackLike).add(meterCall, { step: 'deserialize', name: 'bucketmeter', priority: 'high', override: true });
 }
 
 function toEvent(
@@ -89,10 +83,10 @@ function toEvent(
 ): MeterEvent | undefined {
   const response = result.response as HttpResponseLike | undefined;
   const status = response?.statusCode;
-  // No status: a presigner ran the stack without sending anything. Not 2xx: the call failed.
+  // No status: nothing was sent (a presigner stops before this step, so this is only a guard). Not 2xx: the call failed.
   if (status === undefined || status < 200 || status > 299 || request === undefined) return undefined;
   const action = commandName.endsWith('Command') ? commandName.slice(0, -'Command'.length) : commandName;
-  const fields = extractFields(action, { input: input as Record<string, unknown>, output: result.output as Record<string, unknown>, requestHeaders: lowerCased(request.headers ?? {}) });
+  const fields = extractFields(action, { input: input as Record<string, unknown>, output: result.output as Record<string, unknown>, requestHeader: (name) => headerOf(request.headers, name) });
   if (fields === undefined) return undefined;
   const provider = options.provider ?? providerOfHost(request.hostname) ?? UNKNOWN_PROVIDER;
   // Built by assignment, not spreads: the object stays in V8's fast mode, which JSON.stringify in track() needs.
@@ -139,8 +133,11 @@ function assignAttribution(event: MeterEvent, from: Attribution | undefined): vo
   if (from.clientId !== undefined) event.clientId = from.clientId;
 }
 
-function lowerCased(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name in headers) out[name.toLowerCase()] = headers[name]!;
-  return out;
+/** A request header by its lower-case name; the SDK's own are lower-case, others are searched for case-insensitively. */
+function headerOf(headers: Record<string, string> | undefined, lowerName: string): string | undefined {
+  if (headers === undefined) return undefined;
+  const exact = headers[lowerName];
+  if (exact !== undefined) return exact;
+  for (const name in headers) if (name.toLowerCase() === lowerName) return headers[name];
+  return undefined;
 }

@@ -13,10 +13,18 @@ const SUFFIXES: readonly [suffix: string, provider: string][] = [
 /** Provider of hosts none of the suffixes match, unless the `provider` option says. */
 export const UNKNOWN_PROVIDER = 'other';
 
+let lastHost: string | undefined;
+let lastProvider: string | undefined;
+
 export function providerOfHost(host: string | undefined): string | undefined {
   if (host === undefined) return undefined;
-  const h = host.toLowerCase();
-  return SUFFIXES.find(([suffix]) => h === suffix || h.endsWith('.' + suffix))?.[1];
+  // An application talks to one or a few hosts: the last answer is kept, as every S3 call asks.
+  if (host !== lastHost) {
+    const h = host.toLowerCase();
+    lastProvider = SUFFIXES.find(([suffix]) => h === suffix || h.endsWith('.' + suffix))?.[1];
+    lastHost = host;
+  }
+  return lastProvider;
 }
 
 /** s3.<region>.amazonaws.com, s3-<region>..., <bucket>.s3.<region>..., s3.dualstack.<region>...; plain s3.amazonaws.com is us-east-1. */
