@@ -57,6 +57,17 @@ export interface RawInsertResult {
   rowsPerSec: number;
   /** Database size after the inserts divided by rows (tables and indexes; dictionary included); 0 when not measured. */
   bytesPerRow: number;
+  /** Store phases: CPU of this process (every thread) per event while committing, and the usage fold after it. */
+  usage?: UsageDrain;
+}
+
+/** After the last commit: how long until the usage rollups had caught up, and what that cost. */
+export interface UsageDrain {
+  /** Seconds from the last commit's answer until nothing was left to fold. */
+  seconds: number;
+  /** Process CPU per event stored, in µs: while committing, and during the drain. */
+  cpuUsPerEvent: number;
+  drainCpuUsPerEvent: number;
 }
 
 const TENANT = 1;
@@ -241,13 +252,23 @@ async function store(spec: RawInsertSpec, events: EventRecord[]): Promise<RawIns
   const lane = async () => {
     while (next < units.length) await opened.commit(units[next++]!);
   };
+  const cpu = () => {
+    const { user, system } = process.cpuUsage();
+    return user + system;
+  };
   const started = process.hrtime.bigint();
+  const cpuStarted = cpu();
   await Promise.all(Array.from({ length: STORE_IN_FLIGHT }, lane));
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpuCommitted = cpu();
+  // The rollups are folded after commit: here all at once (no node runs its background catch-up).
+  await opened.usage.catchUp();
+  const drainSeconds = Number(process.hrtime.bigint() - started) / 1e9 - seconds;
+  const usage = { seconds: drainSeconds, cpuUsPerEvent: (cpuCommitted - cpuStarted) / events.length, drainCpuUsPerEvent: (cpu() - cpuCommitted) / events.length };
   await opened.close();
   let bytes = 0;
   if (spec.backend === 'sqlite') bytes = readdirSync(spec.dir!).reduce((sum, name) => sum + statSync(join(spec.dir!, name)).size, 0);
-  return { rows: events.length, seconds, rowsPerSec: events.length / seconds, bytesPerRow: bytes / events.length };
+  return { rows: events.length, seconds, rowsPerSec: events.length / seconds, bytesPerRow: bytes / events.length, usage };
 }
 
 async function main(): Promise<void> {

@@ -11,7 +11,7 @@ import { NOISY_CORES, TARGETS } from './phases.js';
 import type { Phase } from './phases.js';
 import type { PinMode } from './proc.js';
 import type { ProfileSummary } from './profile.js';
-import type { RawInsertResult } from './raw-insert.js';
+import type { RawInsertResult, UsageDrain } from './raw-insert.js';
 import { median } from './stats.js';
 
 export interface Settings {
@@ -84,6 +84,8 @@ export interface RunRecord {
     stop?: { code: number | null; signal: string | null; ms: number; killed: boolean };
   };
   disk?: DiskResult;
+  /** Ingest phases with usage on: the usage fold's drain after the last 2xx (store phases: in raw). */
+  drain?: UsageDrain;
   /** The usage query phase: per store size, the load, rollup storage and each query's p50. */
   usageQuery?: UsageQueryResult[];
   /** The inventory query phase: its load and each query's p50. */
@@ -144,6 +146,12 @@ export interface PhaseSummary {
   rssSecondHalfMbPerMin?: number;
   diskBytesPerEvent?: number;
   diskEvents?: number;
+  /** Usage on: seconds from the last 2xx until the rollups had caught up; server CPU µs per event stored, while ingesting and during that drain. */
+  drainSeconds?: number;
+  cpuUsPerEvent?: number;
+  drainCpuUsPerEvent?: number;
+  /** Measured seconds over measured seconds + drain: a rate times this is the rate including the drain. */
+  drainFactor?: number;
   /** Lowest (stored - acknowledged) over the runs: negative would mean an acknowledged event was lost. */
   diskMinSurplus?: number;
 }
@@ -264,6 +272,15 @@ export function summarize(phases: Phase[], records: RunRecord[]): BenchResults['
     set('rssSecondHalfMbPerMin', medianOf(ok.map((r) => r.server?.rss?.secondHalfMbPerMin)));
     set('diskBytesPerEvent', medianOf(ok.map((r) => r.disk?.bytesPerEvent)));
     set('diskEvents', medianOf(ok.map((r) => r.disk?.events)));
+    const drains = ok.map((r) => r.drain ?? r.raw?.usage);
+    set('drainSeconds', medianOf(drains.map((d) => d?.seconds)));
+    set('cpuUsPerEvent', medianOf(drains.map((d) => d?.cpuUsPerEvent)));
+    set('drainCpuUsPerEvent', medianOf(drains.map((d) => d?.drainCpuUsPerEvent)));
+    set('drainFactor', medianOf(ok.map((r) => {
+      const d = r.drain ?? r.raw?.usage;
+      const seconds = r.raw?.seconds ?? r.load?.streams[0]?.durationSec;
+      return d === undefined || seconds === undefined ? undefined : seconds / (seconds + d.seconds);
+    })));
     const surplus = defined(ok.map((r) => (r.disk ? r.disk.events - r.disk.acknowledged : undefined)));
     if (surplus.length > 0) summary.diskMinSurplus = Math.min(...surplus);
     out[phase.id] = summary;
@@ -336,7 +353,12 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
   for (const [name, withId, withoutId, field] of usagePairs) {
     const rate = (id: string) => (field === 'rawRowsPerSec' ? p[id]?.rawRowsPerSec : p[id]?.streams[0]?.[field]);
     if (p[withoutId] === undefined) continue;
-    vs(`${name} with usage rollups vs without`, TARGETS.usageIngestRatio, rate(withId), rate(withoutId), field === 'reqPerSec' ? 'req/s' : 'events/s', 'rollups off');
+    const unit = field === 'reqPerSec' ? 'req/s' : 'events/s';
+    const w = p[withId];
+    vs(`${name} with usage rollups vs without`, TARGETS.usageIngestRatio, rate(withId), rate(withoutId), unit, 'rollups off');
+    // The rollups are folded after commit: the same rate counted until they had caught up.
+    const drained = w?.drainFactor === undefined ? undefined : rate(withId)! * w.drainFactor;
+    vs(`${name} with usage rollups vs without, drain included (${num(w?.drainSeconds, 1)} s; CPU ${num(w?.cpuUsPerEvent, 1)} + ${num(w?.drainCpuUsPerEvent, 1)} µs/event against ${num(p[withoutId]?.cpuUsPerEvent, 1)})`, TARGETS.usageIngestRatio, drained, rate(withoutId), unit, 'rollups off');
   }
   const disk = p.sustained?.diskBytesPerEvent;
   checks.push({

@@ -178,6 +178,22 @@ class PgSchema {
   }
 }
 
+/**
+ * Seconds from now (the last 2xx) until the server's usage rollups have caught up: its
+ * bucketmeter_usage_pending_events gauge, polled every 50 ms, reads 0.
+ */
+async function usageDrain(url: string): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const pending = /^bucketmeter_usage_pending_events (\S+)$/m.exec(text)?.[1];
+    if (pending === undefined) throw new Error('the server has no bucketmeter_usage_pending_events gauge');
+    if (Number(pending) === 0) return (performance.now() - started) / 1000;
+    if (performance.now() - started > 600_000) throw new Error(`usage still ${pending} events behind after 600 s`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
 async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-raw-'));
   const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
@@ -421,6 +437,13 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
       // anything above a few percent of a core makes the run suspect.
       const tasks = Object.values(cores).reduce((sum, c) => sum + c.tasks, 0);
       otherCpu = Math.max(0, tasks - ours / seconds);
+      if (phase.target === 'bucketmeter' && phase.streams.length === 1) {
+        const events = load.streams[0]!.eventsAccepted;
+        const cpuAtEnd = cpuSeconds(server.pid);
+        const usageOn = phase.env?.BUCKETMETER_BENCH_NO_USAGE !== '1';
+        const drainSeconds = usageOn ? await usageDrain(server.url) : 0;
+        record.drain = { seconds: drainSeconds, cpuUsPerEvent: (serverCpu * seconds * 1e6) / events, drainCpuUsPerEvent: usageOn ? ((cpuSeconds(server.pid) - cpuAtEnd) * 1e6) / events : 0 };
+      }
     } finally {
       await loadgen.stop(5_000);
     }

@@ -6,8 +6,7 @@ import { BmError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { reconcileJson, usageCsv, usageJson, utc } from '../usage/format.js';
 import { parseRangeParams, parseUsageParams } from '../usage/params.js';
-import type { UsageRow } from '../usage/service.js';
-import { UsageService } from '../usage/service.js';
+import { pageRows, UsageService } from '../usage/service.js';
 import { DIMENSIONS, MEASURES } from '../usage/shapes.js';
 import { printTable } from './table.js';
 import { STORAGE_MEASURES, byteHours } from '../inventory/measures.js';
@@ -57,22 +56,14 @@ export async function usageCommand(store: Store, sub: string | undefined, values
       const [tenantId] = await tenantIds(tenant);
       const params = apiParams(values, ['from', 'to', 'granularity', 'timeZone', 'groupBy', 'storage', ...DIMENSIONS]);
       const request = await withParams(async () => parseUsageParams({ ...params, format: values.csv === true ? 'csv' : 'json' }));
-      const rows: UsageRow[] = [];
-      let cursor: string | null = null;
-      let shape = '';
-      do {
-        const page = await withParams(() => service.query(tenantId!, cursor === null ? request : { ...request, cursor: cursor! }));
-        rows.push(...page.rows);
-        cursor = page.nextCursor;
-        shape = page.shape;
-      } while (cursor !== null);
-      const all = { rows, nextCursor: null, shape };
+      // The whole answer at once: the CLI prints every row, so pages would only compute it again.
+      const all = await withParams(() => service.query(tenantId!, { ...request, limit: Number.MAX_SAFE_INTEGER }));
       if (values.csv === true) process.stdout.write(usageCsv(request, all));
       else if (values.json === true) process.stdout.write(usageJson(request, all) + '\n');
       else {
         const names = request.storage ? [...MEASURES, ...STORAGE_MEASURES] : MEASURES;
         const text = (m: bigint, i: number) => (i === MEASURES.length ? byteHours(m) : String(m));
-        printTable(['START', 'END', ...request.groupBy, ...names], rows.map((r) => [utc(r.start), utc(r.end), ...r.values.map((v) => v ?? '-'), ...r.measures.map(text)]));
+        printTable(['START', 'END', ...request.groupBy, ...names], pageRows(all).map((r) => [utc(r.start), utc(r.end), ...r.values.map((v) => v ?? '-'), ...r.measures.map(text)]));
       }
       return 0;
     }

@@ -1,8 +1,8 @@
 /**
  * Cost answers as text: JSON and CSV (rows as /v1/usage writes them, amounts as decimal strings),
- * and the FinOps FOCUS CSV of the fine rows (src/pricing/focus.ts). Shared by the API and the CLI.
+ * and the FinOps FOCUS CSV of the fine rows, one per hour (src/pricing/focus.ts). Shared by the API and the CLI.
  */
-import { monthBounds } from '../pricing/engine.js';
+import { monthBounds, rowsOf } from '../pricing/engine.js';
 import { focusHeader, focusLine } from '../pricing/focus.js';
 import type { UsageRequest } from '../usage/params.js';
 import { utc } from '../usage/format.js';
@@ -56,6 +56,7 @@ export function* costFocus(tenantName: string, accounts: readonly PricedAccount[
   for (const a of accounts) {
     const { start, end } = monthBounds(a.month);
     const ctx = { provider: a.provider, billingAccountId: tenantName, billingAccountName: tenantName, billingPeriodStart: start, billingPeriodEnd: end };
-    for (const r of a.rows) yield focusLine(r, ctx);
+    // FOCUS rows are hourly charges: a run is written as each of its hours.
+    for (const r of a.rows) for (const one of rowsOf(r)) yield focusLine(one, ctx);
   }
 }

@@ -5,21 +5,22 @@
  * (tiers and allowances are consumed from the month's start, whatever the query's range), then cut
  * to the query's windows and filters and summed exactly. Knows nothing of HTTP.
  */
-import type { CostDimension, GroupedCost, ProviderCostRow } from '../pricing/aggregate.js';
-import { groupCosts } from '../pricing/aggregate.js';
+import type { CostDimension, CostGroups, GroupedCost, ProviderCostRow } from '../pricing/aggregate.js';
+import { addCosts, groupedCosts, mergeCosts } from '../pricing/aggregate.js';
 import { planIdFor } from '../pricing/assignment.js';
 import { versionAt } from '../pricing/catalogue.js';
-import { monthBounds, priceMonth, unpricedRows } from '../pricing/engine.js';
+import { clipRow, monthBounds, priceMonth, unpricedRows } from '../pricing/engine.js';
 import type { PricePlan } from '../pricing/plan.js';
 import type { Attribution, KeyHour } from '../pricing/quantities.js';
 import type { Pricing } from '../pricing/setup.js';
 import type { StorageFeed, StorageKey, UsageStore } from '../store/types.js';
+import { columnRows } from '../store/usage-columns.js';
 import type { UsageRequest } from '../usage/params.js';
 import { compareRows, decodeCursor, encodeCursor, requestBounds, timed } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
-import type { StorageHour } from './storage.js';
-import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours, storageKeyId } from './storage.js';
+import type { StorageRun } from './storage.js';
+import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
 import { BmError } from '../errors.js';
 
 const HOUR = 3600;
@@ -27,10 +28,16 @@ const DAY = 86400;
 /**
  * Attribution key × hour quantities one request may price (all months together): each costs a few
  * hundred bytes as quantities and cost rows, so past this a request is refused (503) instead of
- * exhausting the node's memory. Stored bytes count every hour a key holds any.
+ * exhausting the node's memory. A run of hours whose stored bytes do not change is one quantity,
+ * and the inventory rows it is built from are counted before it is built: the bound is on the work.
  */
 export const MAX_KEY_HOURS = 1_000_000;
+/** Fine cost rows (a run counts once) of priced account-months a process keeps for reuse, by default. */
+export const KEPT_ROWS = 1_000_000;
+/** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
+const KEPT_ANSWERS = 16;
 const FINE = SHAPES.find((s) => s.name === 'fine')!;
+const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
 const REQUESTS = MEASURES.indexOf('requests');
 const EGRESS = MEASURES.indexOf('billableEgressBytes');
 
@@ -90,6 +97,14 @@ function matches(row: ProviderCostRow, filters: UsageRequest['filters']): boolea
   return true;
 }
 
+/** A month's rows in [from, to) that pass the filters (runs cut to the range). */
+function* cut(rows: readonly ProviderCostRow[], request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Generator<ProviderCostRow> {
+  for (const r of rows) {
+    const part = matches(r, request.filters) ? clipRow(r, request.from, request.to) : undefined;
+    if (part !== undefined) yield part;
+  }
+}
+
 export interface CostDeps {
   usage: UsageStore;
   /** The object inventory: stored bytes and the intervals behind them. */
@@ -99,6 +114,46 @@ export interface CostDeps {
   now?: () => number;
   /** Default MAX_KEY_HOURS. */
   maxKeyHours?: number;
+  /** Default KEPT_ROWS; 0 keeps none. */
+  keptRows?: number;
+}
+
+/**
+ * Priced account-months kept for reuse, least recently used first out, bounded by their rows.
+ * Each is kept with its version (CostService.#version): reused only while that is unchanged.
+ */
+class PricedMonths {
+  readonly #entries = new Map<string, { version: bigint; accounts: PricedAccount[]; rows: number }>();
+  #rows = 0;
+
+  constructor(private readonly limit: number) {}
+
+  get(id: string, version: bigint): PricedAccount[] | undefined {
+    const entry = this.#entries.get(id);
+    if (entry === undefined || entry.version !== version) return undefined;
+    this.#entries.delete(id);
+    this.#entries.set(id, entry);
+    return entry.accounts;
+  }
+
+  set(id: string, version: bigint, accounts: PricedAccount[]): void {
+    const rows = accounts.reduce((n, a) => n + a.rows.length, 0);
+    this.#drop(id);
+    if (rows > this.limit) return;
+    this.#entries.set(id, { version, accounts, rows });
+    this.#rows += rows;
+    for (const old of this.#entries.keys()) {
+      if (this.#rows <= this.limit) break;
+      this.#drop(old);
+    }
+  }
+
+  #drop(id: string): void {
+    const entry = this.#entries.get(id);
+    if (entry === undefined) return;
+    this.#entries.delete(id);
+    this.#rows -= entry.rows;
+  }
 }
 
 /** What one request may still price; `limit` is what it started with. */
@@ -115,7 +170,13 @@ function spend(budget: Budget, keyHours: number, month: string): void {
 }
 
 export class CostService {
-  constructor(private readonly deps: CostDeps) {}
+  readonly #kept: PricedMonths;
+  /** Per priced month (while it lives), the groups of the last answers asked of it. */
+  readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
+
+  constructor(private readonly deps: CostDeps) {
+    this.#kept = new PricedMonths(deps.keptRows ?? KEPT_ROWS);
+  }
 
   #budget(): Budget {
     const limit = this.deps.maxKeyHours ?? MAX_KEY_HOURS;
@@ -131,7 +192,7 @@ export class CostService {
     const budget = this.#budget();
     for (const month of monthsOf(request.from, request.to)) {
       for (const account of await this.priceMonth(tenantId, month, request.filters.provider, budget)) {
-        const rows = account.rows.filter((r) => r.hour >= request.from && r.hour < request.to && matches(r, request.filters));
+        const rows = [...cut(account.rows, request)];
         if (rows.length > 0) out.push({ ...account, rows });
       }
     }
@@ -145,9 +206,28 @@ export class CostService {
     // The window of each hour of the range: its start and end.
     const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);
     for (let w = 0; w + 1 < bounds.length; w++) windowOfHour.fill(w, bounds[w]! - fromHour, bounds[w + 1]! - fromHour);
-    const rows: ProviderCostRow[] = [];
-    for (const account of await this.fineRows(tenantId, request)) for (const r of account.rows) rows.push(r);
-    const groups = groupCosts(rows, request.groupBy as CostDimension[], (hour) => bounds[windowOfHour[hour / HOUR - fromHour]!]! * HOUR);
+    const windowOf = (hour: number) => windowOfHour[hour / HOUR - fromHour]!;
+    // Each month's share of the answer, kept with the month's rows (so for as long as they are).
+    const answer = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
+    const merged: CostGroups = new Map();
+    const budget = this.#budget();
+    for (const month of monthsOf(request.from, request.to)) {
+      const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
+      let answers = this.#grouped.get(accounts);
+      if (answers === undefined) {
+        answers = new Map();
+        this.#grouped.set(accounts, answers);
+      }
+      let groups = answers.get(answer);
+      if (groups === undefined) {
+        groups = new Map();
+        for (const account of accounts) addCosts(groups, cut(account.rows, request), request.groupBy as CostDimension[], (hour) => bounds[windowOf(hour)]! * HOUR, '', (hour) => bounds[windowOf(hour) + 1]! * HOUR);
+        if (answers.size >= KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
+        answers.set(answer, groups);
+      }
+      mergeCosts(merged, groups);
+    }
+    const groups = groupedCosts(merged);
     const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
     const page: CostRowOut[] = [];
     let more = false;
@@ -163,8 +243,40 @@ export class CostService {
     return { rows: page, nextCursor: more && last !== undefined ? encodeCursor({ start: last.start, values: sortValues(last, request.groupBy) }) : null };
   }
 
-  /** Every account of the tenant in one month, priced whole; `providers`: only these (a provider filter: accounts are apart). */
+  /**
+   * Every account of the tenant in one month, priced whole; `providers`: only these (a provider
+   * filter: accounts are apart). Kept and reused while the month's version is unchanged: read
+   * before pricing and again after, a month is kept only when both agree, so what is kept was
+   * priced from exactly the events that version counts.
+   */
   async priceMonth(tenantId: number, month: string, providers?: readonly string[], budget = this.#budget()): Promise<PricedAccount[]> {
+    const { end } = monthBounds(month);
+    const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
+    const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${providers === undefined ? '' : [...providers].sort().join('\u0001')}`;
+    const version = await this.#version(tenantId, end);
+    const kept = this.#kept.get(id, version);
+    if (kept !== undefined) return kept;
+    const accounts = await this.#price(tenantId, month, complete, providers, budget);
+    if ((await this.#version(tenantId, end)) === version) this.#kept.set(id, version, accounts);
+    return accounts;
+  }
+
+  /**
+   * What a month's price depends on: the tenant's events with a timestamp before the month's end
+   * (its usage by hour, and the inventory, which only looks back). Events are only ever added
+   * (duplicates are not stored), so their count is an exact version; it is read from the tenant's
+   * UTC-day rollup (a month ends on a UTC midnight) through the usage read path, which has caught up
+   * with every commit.
+   */
+  async #version(tenantId: number, end: number): Promise<bigint> {
+    const spans = [{ window: 0, from: 0, to: end / DAY, sign: 1 as const }];
+    const { measures } = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: TENANT_DAY, spans }], groupBy: [], filters: {} }));
+    let n = 0n;
+    for (let i = 0; i < measures[REQUESTS]!.length; i++) n += measures[REQUESTS]![i]!;
+    return n;
+  }
+
+  async #price(tenantId: number, month: string, complete: boolean, providers: readonly string[] | undefined, budget: Budget): Promise<PricedAccount[]> {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
@@ -194,7 +306,8 @@ export class CostService {
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
-    const usage = await timed(this.deps.usage.query(tenantId, { shape: FINE, bounds, groupBy: [...DIMENSIONS], filters }));
+    const spans = bounds.slice(0, -1).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
+    const usage = columnRows(await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters })));
     spend(budget, usage.length, month);
     for (const row of usage) {
       const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
@@ -210,11 +323,12 @@ export class CostService {
 
     await this.#addStorage(tenantId, start, end, accountOf, budget, month);
 
-    const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
     const out: PricedAccount[] = [];
     for (const a of accounts.values()) {
-      for (const s of a.storage.rows()) Object.assign(quantity(a, s.hour, attributionOf(s.key)), storageFields(s));
-      const quantities = [...a.quantities.values()];
+      const runs = a.storage.runs();
+      spend(budget, runs.length, month);
+      const quantities: KeyHour[] = [...a.quantities.values()];
+      for (const run of runs) quantities.push({ ...storageFields(run), hour: run.hour, hours: run.hours, key: attributionOf(run.key) });
       let rows: ProviderCostRow[];
       if (a.planId === undefined) rows = unpricedRows(quantities);
       else rows = priceMonth({ month, versions: a.versions, quantities, ...(a.peaks === undefined ? {} : { dailyPeakBytes: a.peaks }), monthComplete: complete });
@@ -239,11 +353,8 @@ export class CostService {
       return byAccount;
     };
     const live = await feed.storageDeltas(tenantId, start, end);
-    // Before building them: each key holds bytes at most from its first live hour to the month's end.
-    const firstHour = new Map<string, number>();
-    for (const o of live.opening) firstHour.set(storageKeyId(o.key), start);
-    for (const d of live.deltas) if (!firstHour.has(storageKeyId(d.key))) firstHour.set(storageKeyId(d.key), d.hour);
-    spend(budget, [...firstHour.values()].reduce((n, h) => n + (end - h) / HOUR, 0), month);
+    // Before building runs from them: a key's runs number at most its delta rows, twice, and one.
+    spend(budget, live.opening.length + live.deltas.length, month);
     const openings = route(live.opening, true);
     const deltas = route(live.deltas, true);
     for (const a of new Set([...openings.keys(), ...deltas.keys()])) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
@@ -277,8 +388,8 @@ export class CostService {
   }
 }
 
-function storageFields(s: StorageHour): Partial<KeyHour> {
-  const { hour: _hour, key: _key, ...fields } = s;
+function storageFields(s: StorageRun): Omit<StorageRun, 'hour' | 'hours' | 'key'> {
+  const { hour: _hour, hours: _hours, key: _key, ...fields } = s;
   return fields;
 }
 

@@ -27,40 +27,116 @@ export interface StorageHour {
   earlyDeleteByteSeconds?: bigint;
 }
 
+/**
+ * A storage key's quantities repeated over `hours` consecutive hours from `hour`: the hourly ones in
+ * each hour, the snapshot ones at each UTC midnight among them (the pricing engine's KeyHour run).
+ */
+export interface StorageRun extends StorageHour {
+  hours: number;
+}
+
+type Field = Exclude<keyof StorageHour, 'hour' | 'key'>;
+type Fields = Partial<Record<Field, bigint>>;
+const FIELDS: readonly Field[] = ['byteSeconds', 'snapshotBytes', 'smallObjectSeconds', 'smallObjectByteSeconds', 'snapshotSmallObjects', 'snapshotSmallObjectBytes', 'earlyDeleteByteSeconds'];
+const SNAPSHOT = new Set<Field>(['snapshotBytes', 'snapshotSmallObjects', 'snapshotSmallObjectBytes']);
+
+const addTo = (m: Map<number, Fields>, hour: number, field: Field, value: bigint) => {
+  let f = m.get(hour);
+  if (f === undefined) {
+    f = {};
+    m.set(hour, f);
+  }
+  f[field] = (f[field] ?? 0n) + value;
+};
+
 /** A stable text of a storage key (a map key). */
 export function storageKeyId(key: StorageKey): string {
   return [key.provider, key.bucket, key.customerId, key.featureId, key.clientType, key.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000') + `\u0000${key.action}`;
 }
 
-/** Collects quantities per key × hour, adding into one StorageHour each. */
+/**
+ * Collects quantities per key as piecewise constant levels (`addRange`) plus single hours (`add`):
+ * a key's live bytes only change where it has deltas, so its runs number its changes, not its hours.
+ */
 export class StorageHours {
-  readonly #rows = new Map<string, StorageHour>();
+  readonly #keys = new Map<string, { key: StorageKey; levels: Map<number, Fields>; points: Map<number, Fields> }>();
 
-  at(key: StorageKey, hour: number): StorageHour {
-    const id = `${hour}\u0000${storageKeyId(key)}`;
-    let row = this.#rows.get(id);
-    if (row === undefined) {
-      row = { hour, key };
-      this.#rows.set(id, row);
+  #entry(key: StorageKey) {
+    const id = storageKeyId(key);
+    let e = this.#keys.get(id);
+    if (e === undefined) {
+      e = { key, levels: new Map(), points: new Map() };
+      this.#keys.set(id, e);
     }
-    return row;
+    return e;
   }
 
-  add(key: StorageKey, hour: number, field: Exclude<keyof StorageHour, 'hour' | 'key'>, value: bigint): void {
-    if (value === 0n) return;
-    const row = this.at(key, hour);
-    row[field] = (row[field] ?? 0n) + value;
+  /** `value` added to `field` in the one hour `hour`. */
+  add(key: StorageKey, hour: number, field: Field, value: bigint): void {
+    if (value !== 0n) addTo(this.#entry(key).points, hour, field, value);
   }
 
+  /** `value` added to `field` in each hour of [from, to) (a snapshot field: at each UTC midnight of it). */
+  addRange(key: StorageKey, from: number, to: number, field: Field, value: bigint): void {
+    if (value === 0n || from >= to) return;
+    const e = this.#entry(key);
+    addTo(e.levels, from, field, value);
+    addTo(e.levels, to, field, -value);
+  }
+
+  /** Maximal runs of hours whose quantities are equal, in key order then time; hours with none are left out. */
+  runs(): StorageRun[] {
+    const out: StorageRun[] = [];
+    for (const { key, levels, points } of this.#keys.values()) {
+      const cuts = new Set<number>(levels.keys());
+      for (const h of points.keys()) cuts.add(h).add(h + HOUR);
+      const sorted = [...cuts].sort((a, b) => a - b);
+      const level: Fields = {};
+      for (let i = 0; i + 1 < sorted.length; i++) {
+        const from = sorted[i]!;
+        for (const [f, v] of Object.entries(levels.get(from) ?? {}) as [Field, bigint][]) level[f] = (level[f] ?? 0n) + v;
+        const hours = (sorted[i + 1]! - from) / HOUR;
+        // A run holding no midnight has no snapshot.
+        const midnight = from % DAY === 0 || Math.floor((from + hours * HOUR - 1) / DAY) > Math.floor(from / DAY);
+        const run: StorageRun = { hour: from, hours, key };
+        let any = false;
+        const point = points.get(from);
+        for (const f of FIELDS) {
+          const v = (level[f] ?? 0n) + (point?.[f] ?? 0n);
+          if (v === 0n || (SNAPSHOT.has(f) && !midnight)) continue;
+          run[f] = v;
+          any = true;
+        }
+        if (any) out.push(run);
+      }
+    }
+    return out;
+  }
+
+  /** Every hour of every run: what the runs stand for. */
   rows(): StorageHour[] {
-    return [...this.#rows.values()];
+    const out: StorageHour[] = [];
+    for (const { hours, ...run } of this.runs()) {
+      for (let hour = run.hour; hour < run.hour + hours * HOUR; hour += HOUR) {
+        const row: StorageHour = { hour, key: run.key };
+        let any = false;
+        for (const f of FIELDS) {
+          if (run[f] === undefined || (SNAPSHOT.has(f) && hour % DAY !== 0)) continue;
+          row[f] = run[f];
+          any = true;
+        }
+        if (any) out.push(row);
+      }
+    }
+    return out;
   }
 }
 
 /**
  * Byte-seconds of every hour of [start, end) and, at each UTC midnight, the snapshot: from the
  * opening live bytes at `start` and the delta rows of the month (StorageFeed.storageDeltas).
- * byte-seconds = open × 3600 + tailByteSeconds; the next hour opens at open + bytes.
+ * byte-seconds = open × 3600 + tailByteSeconds; the next hour opens at open + bytes. Between two
+ * delta hours `open` is one level: a range, not an hour each.
  */
 export function addLiveBytes(
   out: StorageHours,
@@ -86,35 +162,44 @@ export function addLiveBytes(
   for (const { key, open: opening, deltas } of keys.values()) {
     deltas.sort((a, b) => a.hour - b.hour);
     let open = opening;
-    let next = 0;
-    let hour = start;
-    while (hour < end) {
-      // Nothing live and no change before the next delta: skip to it.
-      if (open === 0n) {
-        if (next >= deltas.length) break;
-        if (deltas[next]!.hour > hour) hour = deltas[next]!.hour;
-      }
+    let from = start;
+    for (let next = 0; next < deltas.length; ) {
+      const hour = deltas[next]!.hour;
       let bytes = 0n;
       let tail = 0n;
-      while (next < deltas.length && deltas[next]!.hour === hour) {
+      for (; next < deltas.length && deltas[next]!.hour === hour; next++) {
         bytes += deltas[next]!.bytes;
         tail += deltas[next]!.tailByteSeconds;
-        next++;
       }
-      out.add(key, hour, 'byteSeconds', open * BigInt(HOUR) + tail);
-      if (hour % DAY === 0) out.add(key, hour, 'snapshotBytes', open);
+      // Hours [from, hour] open at `open`; the delta hour adds its tail.
+      out.addRange(key, from, hour + HOUR, 'byteSeconds', open * BigInt(HOUR));
+      out.addRange(key, from, hour + HOUR, 'snapshotBytes', open);
+      out.add(key, hour, 'byteSeconds', tail);
       open += bytes;
-      hour += HOUR;
+      from = hour + HOUR;
     }
+    out.addRange(key, from, end, 'byteSeconds', open * BigInt(HOUR));
+    out.addRange(key, from, end, 'snapshotBytes', open);
   }
 }
 
-/** The seconds of [from, to) in each hour it touches, in hour order. */
-function* secondsPerHour(from: number, to: number): Generator<[hour: number, seconds: number]> {
-  for (let hour = from - (from % HOUR); hour < to; hour += HOUR) {
-    const seconds = Math.min(to, hour + HOUR) - Math.max(from, hour);
-    if (seconds > 0) yield [hour, seconds];
+/** [from, to) cut where `value(hour)` changes: [start, end, value] of each piece. */
+function* stretches<T>(from: number, to: number, changes: readonly { hour: number; value: T }[]): Generator<[number, number, T]> {
+  for (let i = 0; i < changes.length; i++) {
+    const a = Math.max(from, changes[i]!.hour);
+    const b = Math.min(to, changes[i + 1]?.hour ?? Number.POSITIVE_INFINITY);
+    if (a < b) yield [a, b, changes[i]!.value];
   }
+}
+
+/** Where `at(hour)` changes over the hours of [start, end): the hour and its new value. */
+function changesOf<T>(at: (hour: number) => T, start: number, end: number): { hour: number; value: T }[] {
+  const out: { hour: number; value: T }[] = [];
+  for (let hour = start; hour < end; hour += HOUR) {
+    const value = at(hour);
+    if (out.length === 0 || out[out.length - 1]!.value !== value) out.push({ hour, value });
+  }
+  return out;
 }
 
 /**
@@ -122,23 +207,49 @@ function* secondsPerHour(from: number, to: number): Generator<[hour: number, sec
  * [start, end): object-seconds and byte-seconds per hour, and at each UTC midnight the count and
  * bytes of those live then. `minimumAt(hour)`: the minimum of the plan version in force that hour
  * (0: none); the intervals come from StorageFeed.storageIntervals with `smallerThan` at least it.
+ * The whole hours of an interval are ranges (cut where the minimum changes), its partial ones single hours.
  */
 export function addSmallObjects(out: StorageHours, intervals: readonly StorageInterval[], minimumAt: (hour: number) => bigint, start: number, end: number): void {
+  const minimums = changesOf(minimumAt, start, end);
+  const minimum = (hour: number) => {
+    let i = 0;
+    while (i + 1 < minimums.length && minimums[i + 1]!.hour <= hour) i++;
+    return minimums[i]!.value;
+  };
+  const seconds = (key: StorageKey, size: bigint, hour: number, n: number) => {
+    if (n <= 0 || size >= minimum(hour)) return;
+    out.add(key, hour, 'smallObjectSeconds', BigInt(n));
+    out.add(key, hour, 'smallObjectByteSeconds', size * BigInt(n));
+  };
   for (const v of intervals) {
     if (v.kind !== 'version' || v.size === null) continue;
     const size = v.size;
     const from = Math.max(v.start, start);
     const to = Math.min(v.end ?? end, end);
-    for (const [hour, seconds] of secondsPerHour(from, to)) {
-      if (size >= minimumAt(hour)) continue;
-      out.add(v.key, hour, 'smallObjectSeconds', BigInt(seconds));
-      out.add(v.key, hour, 'smallObjectByteSeconds', size * BigInt(seconds));
+    if (from < to) {
+      // The first hour when partial, whole hours, the last hour when partial.
+      const first = from - (from % HOUR);
+      let whole = from;
+      if (from % HOUR !== 0 || to < first + HOUR) {
+        seconds(v.key, size, first, Math.min(to, first + HOUR) - from);
+        whole = first + HOUR;
+      }
+      const last = to - (to % HOUR);
+      for (const [a, b, min] of stretches(whole, last, minimums)) {
+        if (size >= min) continue;
+        out.addRange(v.key, a, b, 'smallObjectSeconds', BigInt(HOUR));
+        out.addRange(v.key, a, b, 'smallObjectByteSeconds', size * BigInt(HOUR));
+      }
+      if (to % HOUR !== 0 && last >= whole) seconds(v.key, size, last, to % HOUR);
     }
-    // Midnights M with start < M <= end (the snapshot is the bytes open at M).
-    for (let m = Math.max(v.start - (v.start % DAY) + DAY, start); m < end && (v.end === null || m <= v.end); m += DAY) {
-      if (size >= minimumAt(m)) continue;
-      out.add(v.key, m, 'snapshotSmallObjects', 1n);
-      out.add(v.key, m, 'snapshotSmallObjectBytes', size);
+    // Midnights M with start < M <= end (the snapshot is the bytes open at M): [first, last + 1 hour) holds them.
+    const firstMidnight = Math.max(v.start - (v.start % DAY) + DAY, start);
+    const upto = v.end === null ? end - 1 : Math.min(v.end, end - 1);
+    const lastMidnight = upto - (upto % DAY);
+    for (const [a, b, min] of stretches(firstMidnight, lastMidnight + HOUR, minimums)) {
+      if (size >= min) continue;
+      out.addRange(v.key, a, b, 'snapshotSmallObjects', 1n);
+      out.addRange(v.key, a, b, 'snapshotSmallObjectBytes', size);
     }
   }
 }

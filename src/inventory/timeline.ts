@@ -3,7 +3,8 @@
  * events replayed in timeline order over the entries alive before the first of them. An entry is an
  * object version, a delete marker, an upload part, or an upload (the CreateMultipartUpload record
  * that names the key of its completion; it holds no bytes). Stores keep the entries, recompute from
- * the earliest timestamp a transaction touched, and turn entries into per-hour deltas (deltaOf).
+ * the earliest time each of a transaction's events can change (Closure), and turn entries into per-hour
+ * deltas (deltaOf).
  */
 import type { ActionName, CopySource, DeletedObject } from '../events/catalogue.js';
 
@@ -98,96 +99,112 @@ export function compareEntries(a: Entry, b: Entry): number {
 const k2 = (a: string, b: string) => `${a}\u0000${b}`;
 
 /**
- * What a catch-up from `from` replays: the events at or after it that are connected to the new ones
- * (sharing a key, an upload, a copy source, a forced bucket delete), and the keys, uploads and
- * buckets they touch, whose entries alive before `from` it loads and whose later entries it redoes.
- * Everything else is left as stored: no event it replays can read or change it.
+ * The nodes an event touches by its own fields: k (versions at a key), u (an upload), b (a bucket's
+ * forced deletes). What the per-key inventory log stores for each event (Closure reads it).
  */
-export interface Scope {
-  events: TimelineEvent[];
-  /** bucket\0objectKey: versions and markers. */
-  keys: Set<string>;
-  /** bucket\0uploadId: parts and the upload record. */
-  uploads: Set<string>;
-  /** Buckets deleted with force: every entry in them. */
-  buckets: Set<string>;
-}
-
-/** Each node an event touches: k (versions at a key), u (an upload), b (a bucket's forced deletes). */
-function nodesOf(e: TimelineEvent, uploadKeys: ReadonlyMap<string, string>): string[] {
+export function touches(e: TimelineEvent): string[] {
   const out: string[] = [];
   if (e.objectKey !== undefined) out.push(`k${k2(e.bucket, e.objectKey)}`);
-  if (e.uploadId !== undefined) {
-    out.push(`u${k2(e.bucket, e.uploadId)}`);
-    // A completion without a key writes at the key its CreateMultipartUpload named.
-    const key = uploadKeys.get(k2(e.bucket, e.uploadId));
-    if (key !== undefined && e.action === 'CompleteMultipartUpload' && e.objectKey === undefined) out.push(`k${k2(e.bucket, key)}`);
-  }
+  if (e.uploadId !== undefined) out.push(`u${k2(e.bucket, e.uploadId)}`);
   if (e.copySource !== undefined) out.push(`k${k2(e.copySource.bucket, e.copySource.objectKey)}`);
   for (const d of e.deletedObjects ?? []) out.push(`k${k2(e.bucket, d.objectKey)}`);
   if (e.action === 'DeleteBucket' && e.force === true) out.push(`b${e.bucket}`);
   return out;
 }
 
-/**
- * `uploadKeys`: bucket\0uploadId → key for uploads whose CreateMultipartUpload is before `from`
- * (their stored upload record), so that their completion joins that key.
- */
-export function scope(events: readonly TimelineEvent[], isNew: (e: TimelineEvent) => boolean, uploadKeys: ReadonlyMap<string, string>): Scope {
-  const parent = new Map<string, string>();
-  const find = (x: string): string => {
-    let root = x;
-    while (parent.get(root) !== undefined && parent.get(root) !== root) root = parent.get(root)!;
-    let y = x;
-    while (y !== root) {
-      const next = parent.get(y)!;
-      parent.set(y, root);
-      y = next;
-    }
-    return root;
-  };
-  const union = (a: string, b: string) => {
-    const ra = find(a);
-    const rb = find(b);
-    if (ra !== rb) parent.set(ra, rb);
-  };
-  const nodes = events.map((e) => nodesOf(e, uploadKeys));
-  const forced = new Set<string>();
-  for (const list of nodes) {
-    for (const n of list) {
-      if (!parent.has(n)) parent.set(n, n);
-      if (n[0] === 'b') forced.add(n.slice(1));
-    }
-    for (let i = 1; i < list.length; i++) union(list[0]!, list[i]!);
-  }
-  // A forced bucket delete ends everything in its bucket: every node of the bucket joins it.
-  for (const n of [...parent.keys()]) {
-    const bucket = n[0] === 'b' ? n.slice(1) : n.slice(1, n.indexOf('\u0000'));
-    if (forced.has(bucket)) union(n, `b${bucket}`);
-  }
-  const affected = new Set<string>();
-  events.forEach((e, i) => {
-    if (isNew(e)) for (const n of nodes[i]!) affected.add(find(n));
-  });
-  const out: Scope = { events: [], keys: new Set(), uploads: new Set(), buckets: new Set() };
-  events.forEach((e, i) => {
-    const first = nodes[i]![0];
-    if (first !== undefined && affected.has(find(first))) out.events.push(e);
-  });
-  for (const n of parent.keys()) {
-    if (!affected.has(find(n))) continue;
-    if (n[0] === 'k') out.keys.add(n.slice(1));
-    else if (n[0] === 'u') out.uploads.add(n.slice(1));
-    else out.buckets.add(n.slice(1));
-  }
-  return out;
-}
+const isKeyless = (e: TimelineEvent) => e.action === 'CompleteMultipartUpload' && e.objectKey === undefined && e.uploadId !== undefined;
 
-/** The uploads completed without a key among `events` whose CreateMultipartUpload is not among them (bucket\0uploadId). */
-export function keylessCompletions(events: readonly TimelineEvent[]): Set<string> {
-  const out = new Set<string>();
-  for (const e of events) if (e.action === 'CompleteMultipartUpload' && e.objectKey === undefined && e.uploadId !== undefined) out.add(k2(e.bucket, e.uploadId));
-  return out;
+/** A node's bucket (as the events encode it). */
+export const nodeBucket = (node: string): string => (node[0] === 'b' ? node.slice(1) : node.slice(1, node.indexOf('\u0000')));
+
+/**
+ * What a catch-up replays, and from when, found through the per-key inventory log (each event's
+ * touches(), by timestamp): each node (key, upload) is replayed from the earliest event that can
+ * change it, not the tenant from the earliest pending one. Starting from the new events:
+ * - an event at t reaches each node it touches from t: its events from t are read, and they reach
+ *   theirs (a copy at t reaches its source and destination from t; a late change to the source
+ *   changes the copy, whose destination then changes from t; and so on until closed); except a
+ *   DeleteObjects read through one of its keys (add);
+ * - a node reaches its bucket's forced deletes from the same time, and a forced delete at t reaches
+ *   every entry and event of its bucket from t (`buckets`);
+ * - a completion without a key reaches, from its time, the key its stored upload record names, and a
+ *   key reaches the uploads whose stored record names it (their completion may have no key of its own).
+ * Every event touching a node at or after its time is then among `events`, and every event among them
+ * touches only nodes reached no later than it: replaying them over the entries alive just before each
+ * one's time (fromOf) equals replaying everything. The store drives it: add() what it read, then read
+ * what next() asks, until next() is null.
+ */
+export class Closure {
+  /** The events gathered, by the store's event id (seq). */
+  readonly events = new Map<number, TimelineEvent>();
+  /** Each node reached (k, u, b) → the time it is replayed from. */
+  readonly from = new Map<string, number>();
+  /** Each bucket a forced delete reached → the time every entry of it is replayed from. */
+  readonly buckets = new Map<string, number>();
+  #nodes = new Map<string, number>();
+  #buckets = new Map<string, number>();
+  #uploads: [string, number][] = [];
+
+  /**
+   * An event read (`fresh`: one of the new ones). A DeleteObjects read through one of its keys acts on
+   * each other key as it did (it reads nothing another could change): it reaches none of them, and the
+   * replay keeps only what it does at the keys reached (redo).
+   */
+  add(seq: number, e: TimelineEvent, fresh: boolean): void {
+    if (this.events.has(seq)) return;
+    this.events.set(seq, e);
+    for (const n of touches(e)) {
+      if (!fresh && e.action === 'DeleteObjects' && n[0] === 'k') continue;
+      this.#reach(n, e.ts);
+      if (n[0] === 'b') this.#lower(this.buckets, this.#buckets, e.bucket, e.ts);
+    }
+    if (isKeyless(e)) this.#uploads.push([k2(e.bucket, e.uploadId!), e.ts]);
+  }
+
+  /** The key a stored upload record (bucket\0uploadId) names, for its completion without one at `at`. */
+  uploadKey(upload: string, key: string, at: number): void {
+    this.#reach(`k${k2(splitKey(upload)[0], key)}`, at);
+  }
+
+  /** A stored upload record (bucket\0uploadId) naming a key node next() gave from `at`. */
+  uploadAt(upload: string, at: number): void {
+    this.#reach(`u${upload}`, at);
+  }
+
+  /**
+   * What to read next, null when closed: for each [node, t] of `nodes`, the events touching it at or
+   * after t, and for a key node the stored upload records naming it (created before t, alive at t;
+   * uploadAt); for each [bucket, t] of `buckets`, every event touching anything in it at or after t;
+   * for each [bucket\0uploadId, t] of `uploads`, the keys its stored upload records name (uploadKey).
+   */
+  next(): { nodes: [string, number][]; buckets: [string, number][]; uploads: [string, number][] } | null {
+    if (this.#nodes.size + this.#buckets.size + this.#uploads.length === 0) return null;
+    const out = { nodes: [...this.#nodes], buckets: [...this.#buckets], uploads: this.#uploads };
+    this.#nodes = new Map();
+    this.#buckets = new Map();
+    this.#uploads = [];
+    return out;
+  }
+
+  /** The time an entry is replayed from: its key's or upload's, or its bucket's if a forced delete reached it earlier. */
+  fromOf(entry: Entry): number {
+    const node = entry.kind === 'version' || entry.kind === 'marker' ? `k${k2(entry.bucket, entry.objectKey!)}` : `u${k2(entry.bucket, entry.uploadId!)}`;
+    return Math.min(this.from.get(node) ?? Number.POSITIVE_INFINITY, this.buckets.get(entry.bucket) ?? Number.POSITIVE_INFINITY);
+  }
+
+  #reach(n: string, t: number): void {
+    if (!this.#lower(this.from, this.#nodes, n, t)) return;
+    if (n[0] !== 'b') this.#reach(`b${nodeBucket(n)}`, t);
+  }
+
+  /** Sets `what` to t in `all` (and asks for it) when t is earlier than what it holds. */
+  #lower(all: Map<string, number>, asked: Map<string, number>, what: string, t: number): boolean {
+    const was = all.get(what);
+    if (was !== undefined && was <= t) return false;
+    all.set(what, t);
+    asked.set(what, t);
+    return true;
+  }
 }
 
 export const splitKey = (key: string): [string, string] => {
@@ -369,20 +386,21 @@ class Timeline {
 }
 
 /**
- * One catch-up's change, from the stored entries the scope holds (`found`) and the scope's events:
- * entries made at or after `from` go (their events are replayed), those alive before it are replayed
- * over (reopened first when they ended at or after it). Returns what to write: the ids to delete,
- * the stored entries whose end changed, the entries made, and the deltas of all of it.
+ * One catch-up's change, from the stored entries it loaded (`found`) and its events: entries made at
+ * or after their time (fromOf: their node's, Closure) go (their events are replayed), those alive
+ * before it are replayed over (reopened first when they ended at or after it). Returns what to write:
+ * the ids to delete, the stored entries whose end changed, the entries made, and the deltas of all of it
+ * (an entry made again as stored is kept, not deleted and made).
  */
-export function redo(found: Entry[], events: TimelineEvent[], from: number): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
+export function redo(found: Entry[], events: TimelineEvent[], fromOf: (entry: Entry) => number): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
   const deltas = new Deltas();
   const alive: Entry[] = [];
   const before = new Map<Entry, [number | null, string | null]>();
-  const removed: number[] = [];
+  const redone: Entry[] = [];
   for (const entry of found) {
-    if (entry.start >= from) {
+    if (entry.start >= fromOf(entry)) {
       deltas.entry(entry, -1n);
-      removed.push(entry.id!);
+      redone.push(entry);
       continue;
     }
     before.set(entry, [entry.end, entry.endedBy]);
@@ -393,15 +411,41 @@ export function redo(found: Entry[], events: TimelineEvent[], from: number): { r
     }
     alive.push(entry);
   }
-  const { made } = replay(alive, events);
+  // What the replay makes where nothing was reached (a DeleteObjects' other keys) is as stored.
+  const all = replay(alive, events).made.filter((entry) => fromOf(entry) <= entry.start);
   const ended = alive.filter((entry) => {
     if (entry.end !== null) deltas.add(entry, entry.end, -1n);
     const [end, endedBy] = before.get(entry)!;
     return entry.end !== end || entry.endedBy !== endedBy;
   });
-  for (const e of made) deltas.entry(e, 1n);
+  for (const e of all) deltas.entry(e, 1n);
+  // An entry made again as it was stored stays (its end updated if that changed): most of a replay
+  // redoes what is stored, and rows not rewritten are the catch-up's main saving.
+  const stored = new Map<string, Entry[]>();
+  for (const entry of redone) {
+    const id = identity(entry);
+    stored.set(id, [...(stored.get(id) ?? []), entry]);
+  }
+  const made: Entry[] = [];
+  for (const entry of all) {
+    const same = stored.get(identity(entry));
+    const was = same?.pop();
+    if (was === undefined || was.size !== entry.size || !sameAttribution(was.attribution, entry.attribution) || was.start !== entry.start || was.action !== entry.action) {
+      if (was !== undefined) same!.push(was);
+      made.push(entry);
+    } else if (was.end !== entry.end || was.endedBy !== entry.endedBy) {
+      was.end = entry.end;
+      was.endedBy = entry.endedBy;
+      ended.push(was);
+    }
+  }
+  const removed = [...stored.values()].flat().map((entry) => entry.id!);
   return { removed, ended, made, deltas };
 }
+
+const identity = (e: Entry) => JSON.stringify([e.kind, e.bucket, e.objectKey, e.versionId, e.uploadId, e.partNumber, e.createdBy]);
+const sameAttribution = (a: Attribution, b: Attribution) =>
+  a.provider === b.provider && a.customer === b.customer && a.feature === b.feature && a.clientType === b.clientType && a.clientId === b.clientId;
 
 /** The per-hour measures of live storage, kept as deltas: what changes where an entry starts or ends. */
 export const DELTA_MEASURES = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'partBytes'] as const;

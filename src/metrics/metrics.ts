@@ -5,13 +5,15 @@
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { PrometheusContentType } from 'prom-client';
-import type { InventoryLag } from '../store/types.js';
+import type { InventoryLag, UsageLag } from '../store/types.js';
 
 export interface MetricsSources {
   /** Events waiting for commit (queued and committing) now. */
   writeQueueEvents: () => number;
-  /** How far the object inventory is behind the events (usage rollups never are: same transaction). */
+  /** How far the object inventory is behind the events. */
   inventoryLag: () => Promise<InventoryLag>;
+  /** How far the usage rollups are behind the events. */
+  usageLag: () => Promise<UsageLag>;
 }
 
 export interface Metrics {
@@ -39,29 +41,33 @@ export function createMetrics(sources: MetricsSources): Metrics {
       this.set(sources.writeQueueEvents());
     },
   });
-  // A store that cannot answer now keeps the last reading: the scrape itself must not fail.
-  const inventoryLag = () => sources.inventoryLag().catch(() => undefined);
-  // One store behind every worker: its lag is reported once (the highest reading), never summed.
-  new Gauge({
-    name: 'bucketmeter_inventory_pending',
-    help: 'Event commits whose changes the object inventory has not applied yet (a read applies them first).',
-    registers,
-    aggregator: 'max',
-    async collect() {
-      const lag = await inventoryLag();
-      if (lag !== undefined) this.set(lag.pending);
-    },
-  });
-  new Gauge({
-    name: 'bucketmeter_inventory_lag_seconds',
-    help: 'Age of the oldest event commit the object inventory has not applied yet; 0 when caught up.',
-    registers,
-    aggregator: 'max',
-    async collect() {
-      const lag = await inventoryLag();
-      if (lag !== undefined) this.set(lag.oldestSeconds);
-    },
-  });
+  // One store behind every worker: its lag is reported once (the highest reading), never summed. A
+  // store that cannot answer now keeps the last reading: the scrape itself must not fail.
+  const storeGauge = (name: string, help: string, read: () => Promise<number>) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      aggregator: 'max',
+      async collect() {
+        const value = await read().catch(() => undefined);
+        if (value !== undefined) this.set(value);
+      },
+    });
+  // The two gauges of a pair are collected at once: they share one store read.
+  const shared = <T>(read: () => Promise<T>) => {
+    let inFlight: Promise<T> | undefined;
+    return () =>
+      (inFlight ??= read().finally(() => {
+        inFlight = undefined;
+      }));
+  };
+  const inventoryLag = shared(sources.inventoryLag);
+  const usageLag = shared(sources.usageLag);
+  storeGauge('bucketmeter_inventory_pending', 'Event commits whose changes the object inventory has not applied yet (a read applies them first).', async () => (await inventoryLag()).pending);
+  storeGauge('bucketmeter_inventory_lag_seconds', 'Age of the oldest event commit the object inventory has not applied yet; 0 when caught up.', async () => (await inventoryLag()).oldestSeconds);
+  storeGauge('bucketmeter_usage_pending_events', 'Events stored and not folded into the usage rollups yet (a usage read folds them first).', async () => (await usageLag()).pendingEvents);
+  storeGauge('bucketmeter_usage_lag_seconds', 'Age of the oldest event not folded into the usage rollups yet; 0 when caught up.', async () => (await usageLag()).oldestSeconds);
   return {
     registry,
     events: new Counter({

@@ -35,29 +35,62 @@ export type ProviderCostRow = CostRow & { readonly provider?: string };
 /**
  * Groups fine rows by window (windowOf maps an hour to its window's start), dimensions, currency
  * and, when the groupBy holds provider or bucket, plan. `provider`: the provider of rows that carry
- * none.
+ * none. A run (CostRow.repeat) adds its cost once per hour it stands for; `windowEnd` (the end of
+ * an hour's window), when given, lets it add a window's hours at once.
  */
-export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = ''): GroupedCost[] {
+export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = '', windowEnd?: (hour: number) => number): GroupedCost[] {
+  const groups: CostGroups = new Map();
+  addCosts(groups, rows, groupBy, windowOf, provider, windowEnd);
+  return groupedCosts(groups);
+}
+
+/** Groups being summed (integer units), by window, dimensions, plan, currency and flags. */
+export type CostGroups = Map<string, { readonly g: Omit<GroupedCost, keyof CostTotals>; readonly sums: Record<keyof CostTotals, bigint> }>;
+
+/** Adds rows into `groups` (groupCosts' parameters). */
+export function addCosts(groups: CostGroups, rows: Iterable<ProviderCostRow>, groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = '', windowEnd?: (hour: number) => number): void {
   const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
-  const groups = new Map<string, { g: Omit<GroupedCost, keyof CostTotals>; sums: Record<keyof CostTotals, bigint> }>();
   for (const r of rows) {
-    const start = windowOf(r.hour);
     const values = groupBy.map((d) => (d === 'provider' ? (r.provider ?? provider) : (r.key?.[d] ?? null)));
     const planId = byPlan ? r.planId : null;
     const unallocated = r.key === null;
     const unpriced = r.category === 'unpriced';
-    const id = `${start}\u0000${values.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${planId}\u0000${r.currency}\u0000${unallocated}\u0000${unpriced}`;
-    let group = groups.get(id);
-    if (group === undefined) {
-      const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
-      group = { g: { start, dimensions, planId, currency: r.currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
-      groups.set(id, group);
-    }
+    const rest = `\u0000${values.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${planId}\u0000${r.currency}\u0000${unallocated}\u0000${unpriced}`;
     const column = CATEGORY_COLUMN[r.category];
     const units = costUnits(r.cost);
-    if (column !== undefined) group.sums[column] += units;
-    group.sums.totalCost += units;
+    const times = r.repeat?.times ?? 1;
+    const every = r.repeat?.every ?? 3600;
+    for (let k = 0; k < times; ) {
+      const hour = r.hour + k * every;
+      const start = windowOf(hour);
+      // The run's hours in this window: up to its end, or one.
+      const n = windowEnd === undefined ? 1 : Math.min(times - k, Math.ceil((windowEnd(hour) - hour) / every));
+      k += n;
+      const id = start + rest;
+      let group = groups.get(id);
+      if (group === undefined) {
+        const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
+        group = { g: { start, dimensions, planId, currency: r.currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
+        groups.set(id, group);
+      }
+      const amount = n === 1 ? units : units * BigInt(n);
+      if (column !== undefined) group.sums[column] += amount;
+      group.sums.totalCost += amount;
+    }
   }
+}
+
+/** Adds the sums of `from` into `into` (exact: integer units); `from` is left as it was. */
+export function mergeCosts(into: CostGroups, from: CostGroups): void {
+  for (const [id, { g, sums }] of from) {
+    const group = into.get(id);
+    if (group === undefined) into.set(id, { g, sums: { ...sums } });
+    else for (const c of Object.keys(sums) as (keyof CostTotals)[]) group.sums[c] += sums[c];
+  }
+}
+
+/** The groups as rows, in answer order. */
+export function groupedCosts(groups: CostGroups): GroupedCost[] {
   return [...groups.values()]
     .map(({ g, sums }) => ({
       ...g,

@@ -35,6 +35,12 @@ export interface Attribution {
 export interface KeyHour {
   /** Unix seconds of the hour's start (a multiple of 3600, inside the month). */
   readonly hour: number;
+  /**
+   * A run: the quantity stands for this many consecutive hours from `hour` (default 1), each with
+   * the same storage quantities (snapshot ones at each UTC midnight among them). Only storage
+   * quantities repeat; requests, egress and early deletes are single hours.
+   */
+  readonly hours?: number;
   readonly key: Attribution;
   /** Requests of kind `key.action` in the hour. */
   readonly requests?: number;

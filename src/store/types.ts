@@ -7,7 +7,7 @@
 import type { ActionName, EventRecord, NormalizedEvent } from '../events/catalogue.js';
 import { SERVER_EVENT_ID_PREFIX } from '../events/catalogue.js';
 import type { FieldError } from '../events/field-error.js';
-import type { Dimension, Shape } from '../usage/shapes.js';
+import type { Dimension, UsageTerm } from '../usage/shapes.js';
 
 export interface EventToStore {
   tenantId: number;
@@ -207,16 +207,16 @@ export interface Migration {
   sql: string;
 }
 
-/** A rollup query, already routed: the service has chosen the shape and cut the windows. */
+/** A rollup query, already routed: the service has cut the windows and chosen the shapes (planUsage). */
 export interface UsageStoreQuery {
-  shape: Shape;
-  /** Window boundaries in hours since the epoch, ascending: window i is [bounds[i], bounds[i + 1]). */
-  bounds: number[];
+  /** Summed with their signs into one row per window and group. */
+  terms: UsageTerm[];
   groupBy: Dimension[];
   /** Per dimension, the values any of which matches; '' matches events without one. */
   filters: Partial<Record<Dimension, string[]>>;
 }
 
+/** A row of usage: its window and groups, and its measures. */
 export interface UsageStoreRow {
   /** Index of the window in the query's bounds. */
   window: number;
@@ -224,6 +224,21 @@ export interface UsageStoreRow {
   values: (string | null)[];
   /** In shapes.ts MEASURES order. */
   measures: bigint[];
+}
+
+/**
+ * Rows as columns: answers run to hundreds of thousands of rows, which cross from a reader thread
+ * as transferred typed arrays and are written as text column by column, never as row objects.
+ */
+export interface UsageColumns {
+  length: number;
+  window: Int32Array;
+  /** Per groupBy dimension: each row's value, as an index into that dimension's `labels`. */
+  values: Int32Array[];
+  /** Per groupBy dimension: its distinct values (null: the events had none). */
+  labels: (string | null)[][];
+  /** Per measure: each row's value (BigInt64Array from the stores; storage sums may not fit 64 bits). */
+  measures: ArrayLike<bigint>[];
 }
 
 /** One UTC day as reconcile sees it; measures in MEASURES order. */
@@ -238,13 +253,28 @@ export interface UsageDayCheck {
   rollups: Record<string, bigint[]>;
 }
 
-/** Usage: rollups kept in each event commit, read by routed queries; checked and rebuilt from the events. */
+/** How far the usage rollups are behind the events. */
+export interface UsageLag {
+  /** Events stored and not folded into the rollups yet. */
+  pendingEvents: number;
+  /** Seconds since the oldest of them was received; 0 when none. */
+  oldestSeconds: number;
+}
+
+/**
+ * Usage: rollups folded after commit from a feed of the stored events that misses nothing (receipts
+ * are kept in each event commit), read by routed queries; checked and rebuilt from the events. Every
+ * read folds what is pending first, so its answer holds every event committed before it began.
+ */
 export interface UsageStore {
-  query(tenantId: number, query: UsageStoreQuery): Promise<UsageStoreRow[]>;
+  query(tenantId: number, query: UsageStoreQuery): Promise<UsageColumns>;
   /** Days [fromDay, toDay) (days since the epoch, UTC) that have anything in receipts, events or rollups. */
   reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]>;
   /** Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs. */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
+  /** Folds every event committed before the call into the rollups; safe from any process (one at a time). */
+  catchUp(): Promise<void>;
+  lag(): Promise<UsageLag>;
 }
 
 /**

@@ -23,6 +23,18 @@ export class DayChecks {
     return check;
   }
 
+  /**
+   * Events of the day stored but not folded yet, read in the same snapshot as the rest: added to every
+   * shape as their fold will add them, so a check never reports how far folding has got.
+   */
+  unfolded(day: number | bigint | string, measures: bigint[]): void {
+    for (const sums of Object.values(this.at(day).rollups)) {
+      measures.forEach((m, i) => {
+        sums[i]! += m;
+      });
+    }
+  }
+
   list(): UsageDayCheck[] {
     return [...this.#days.values()].sort((a, b) => a.day - b.day);
   }

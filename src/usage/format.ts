@@ -21,42 +21,56 @@ function json(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `\u0000${v}` : v)).replace(/"\\u0000(-?\d+)"/g, '$1');
 }
 
-/** Written row by row (answers run to 100,000 rows): property names once, each window's times once. */
+/** Each window's times as text, made once per window the page uses. */
+function windowTexts(page: UsagePage, text: (start: number, end: number) => string): (i: number) => string {
+  const made = new Map<number, string>();
+  return (w) => {
+    let t = made.get(w);
+    if (t === undefined) {
+      t = text(page.bounds[w]! * 3600, page.bounds[w + 1]! * 3600);
+      made.set(w, t);
+    }
+    return t;
+  };
+}
+
+/**
+ * Written straight from the columns (answers run to 100,000 rows a page): property names once,
+ * each window's times and each dimension value's JSON once, then one string per row.
+ */
 export function usageJson(request: UsageRequest, page: UsagePage): string {
   const head = JSON.stringify({ from: utc(request.from), to: utc(request.to), granularity: request.granularity, timeZone: request.timeZone, groupBy: request.groupBy });
-  const dims = request.groupBy.map((d) => `,${JSON.stringify(d)}:`);
-  const measures = measureNames(request).map((m) => `,${JSON.stringify(m)}:`);
-  const times = new Map<number, string>();
-  const time = (seconds: number) => {
-    let text = times.get(seconds);
-    if (text === undefined) {
-      text = `"${utc(seconds)}"`;
-      times.set(seconds, text);
-    }
-    return text;
-  };
-  const rows = page.rows.map((row) => {
-    let out = `{"start":${time(row.start)},"end":${time(row.end)}`;
-    for (let i = 0; i < dims.length; i++) out += dims[i]! + JSON.stringify(row.values[i]);
-    for (let i = 0; i < measures.length; i++) out += measures[i]! + measureText(request, i, row.measures[i]!);
-    return out + '}';
-  });
+  const { columns, order } = page;
+  const dims = request.groupBy.map((d, g) => ({ name: `,${JSON.stringify(d)}:`, values: columns.values[g]!, text: columns.labels[g]!.map((v) => JSON.stringify(v)) }));
+  const measures = measureNames(request).map((m, i) => ({ name: `,${JSON.stringify(m)}:`, column: columns.measures[i]!, i }));
+  const times = windowTexts(page, (start, end) => `{"start":"${utc(start)}","end":"${utc(end)}"`);
+  const rows = new Array<string>(order.length);
+  for (let j = 0; j < order.length; j++) {
+    const r = order[j]!;
+    let out = times(columns.window[r]!);
+    for (const d of dims) out += d.name + d.text[d.values[r]!]!;
+    for (const m of measures) out += m.name + measureText(request, m.i, m.column[r]!);
+    rows[j] = out + '}';
+  }
   return `${head.slice(0, -1)},"rows":[${rows.join(',')}],"nextCursor":${JSON.stringify(page.nextCursor)}}`;
 }
 
 const csvCell = (value: string | null): string => (value === null ? '' : /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
 
-/** CSV (RFC 4180); an empty cell is a dimension the events had none of. */
+/** CSV (RFC 4180), written from the columns as JSON is; an empty cell is a dimension the events had none of. */
 export function usageCsv(request: UsageRequest, page: UsagePage): string {
-  const lines = [['start', 'end', ...request.groupBy, ...measureNames(request)].join(',')];
-  const window = new Map<number, string>();
-  for (const row of page.rows) {
-    let times = window.get(row.start);
-    if (times === undefined) {
-      times = `${utc(row.start)},${utc(row.end)}`;
-      window.set(row.start, times);
-    }
-    lines.push([times, ...row.values.map(csvCell), ...row.measures.map((m, i) => measureText(request, i, m))].join(','));
+  const { columns, order } = page;
+  const cells = columns.labels.map((labels) => labels.map((v) => `,${csvCell(v)}`));
+  const names = measureNames(request);
+  const times = windowTexts(page, (start, end) => `${utc(start)},${utc(end)}`);
+  const lines = new Array<string>(order.length + 1);
+  lines[0] = ['start', 'end', ...request.groupBy, ...names].join(',');
+  for (let j = 0; j < order.length; j++) {
+    const r = order[j]!;
+    let out = times(columns.window[r]!);
+    for (let g = 0; g < cells.length; g++) out += cells[g]![columns.values[g]![r]!]!;
+    for (let m = 0; m < names.length; m++) out += `,${measureText(request, m, columns.measures[m]![r]!)}`;
+    lines[j + 1] = out;
   }
   return lines.join('\r\n') + '\r\n';
 }

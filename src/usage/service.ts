@@ -5,10 +5,11 @@
  */
 import { BmError } from '../errors.js';
 import { ReadTimeoutError } from '../store/types.js';
-import type { InventoryStore, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
+import type { InventoryStore, UsageColumns, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
+import { columnRows, rowColumns } from '../store/usage-columns.js';
 import { STORAGE_MEASURES, foldStorage } from '../inventory/measures.js';
 import type { ReconcileRequest, UsageRequest } from './params.js';
-import { MEASURES, SHAPES, shapeFor } from './shapes.js';
+import { MEASURES, SHAPES, planUsage } from './shapes.js';
 import type { Dimension } from './shapes.js';
 import { windowBounds, ZoneNotExactError } from './windows.js';
 
@@ -23,10 +24,25 @@ export interface UsageRow {
 }
 
 export interface UsagePage {
-  rows: UsageRow[];
+  /** Window boundaries, hours since the epoch: window i is [bounds[i], bounds[i + 1]). */
+  bounds: number[];
+  columns: UsageColumns;
+  /** The page's rows, as indexes into `columns`, in answer order. */
+  order: Int32Array;
   nextCursor: string | null;
-  /** The shape that answered (for docs and tests: the routing rule made visible). */
-  shape: string;
+  /** The shapes that answered (for docs and tests: the routing rule made visible). */
+  shapes: string[];
+}
+
+/** A page's rows as objects (the CLI's table; tests). */
+export function pageRows(page: UsagePage): UsageRow[] {
+  const { columns, bounds } = page;
+  return [...page.order].map((i) => ({
+    start: bounds[columns.window[i]!]! * 3600,
+    end: bounds[columns.window[i]! + 1]! * 3600,
+    values: columns.values.map((v, g) => columns.labels[g]![v[i]!]!),
+    measures: columns.measures.map((m) => m[i]!),
+  }));
 }
 
 export interface ReconcileDay {
@@ -122,6 +138,52 @@ export function requestBounds(request: UsageRequest): number[] {
   }
 }
 
+/**
+ * The rows with a measure not zero, in answer order (window, then each dimension's value as
+ * compareRows orders them). Each dimension's labels are ranked once; when the ranks fit, rows sort
+ * as numbers (a typed array's native sort), not through a comparator on strings.
+ */
+function sortedRows(columns: UsageColumns, windows: number): Int32Array {
+  const kept: number[] = [];
+  for (let i = 0; i < columns.length; i++) {
+    if (columns.measures.some((m) => m[i] !== 0n)) kept.push(i);
+  }
+  const ranks = columns.labels.map((labels) => {
+    const rank = new Int32Array(labels.length);
+    labels
+      .map((_, k) => k)
+      .sort((a, b) => compareText(labels[a]!, labels[b]!))
+      .forEach((k, r) => {
+        rank[k] = r;
+      });
+    return rank;
+  });
+  const n = kept.length;
+  const radix = columns.labels.reduce((product, labels) => product * Math.max(1, labels.length), windows);
+  const order = new Int32Array(n);
+  if (radix * n <= Number.MAX_SAFE_INTEGER) {
+    const keys = new Float64Array(n);
+    for (let j = 0; j < n; j++) {
+      const i = kept[j]!;
+      let key = columns.window[i]!;
+      for (let g = 0; g < ranks.length; g++) key = key * columns.labels[g]!.length + ranks[g]![columns.values[g]![i]!]!;
+      keys[j] = key * n + j;
+    }
+    keys.sort();
+    for (let j = 0; j < n; j++) order[j] = kept[keys[j]! % n]!;
+    return order;
+  }
+  order.set(kept);
+  return order.sort((a, b) => {
+    if (columns.window[a] !== columns.window[b]) return columns.window[a]! - columns.window[b]!;
+    for (let g = 0; g < ranks.length; g++) {
+      const d = ranks[g]![columns.values[g]![a]!]! - ranks[g]![columns.values[g]![b]!]!;
+      if (d !== 0) return d;
+    }
+    return 0;
+  });
+}
+
 export class UsageService {
   constructor(
     private readonly usage: UsageStore,
@@ -130,23 +192,38 @@ export class UsageService {
 
   async query(tenantId: number, request: UsageRequest): Promise<UsagePage> {
     const bounds = requestBounds(request);
-    const shape = shapeFor([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])]);
+    const terms = planUsage([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])], bounds);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length);
     const [requests, storage] = await Promise.all([
-      timed(this.usage.query(tenantId, { shape, bounds, groupBy: request.groupBy, filters: request.filters })),
+      timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters })),
       request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters })) : undefined,
     ]);
-    const stored = storage === undefined ? requests : withStorage(requests, foldStorage(bounds, storage));
-    const rows: UsageRow[] = [];
-    for (const row of stored) {
-      if (row.measures.every((m) => m === 0n)) continue;
-      const r = { start: bounds[row.window]! * 3600, end: bounds[row.window + 1]! * 3600, values: row.values, measures: row.measures };
-      if (after === undefined || compareRows(r, after) > 0) rows.push(r);
+    const columns =
+      storage === undefined
+        ? requests
+        : rowColumns(request.groupBy, withStorage(columnRows(requests), foldStorage(bounds, storage)), MEASURES.length + STORAGE_MEASURES.length);
+    const sorted = sortedRows(columns, bounds.length - 1);
+    let first = 0;
+    if (after !== undefined) {
+      // The first row past the cursor's sort key (binary search: rows are sorted by it).
+      let hi = sorted.length;
+      while (first < hi) {
+        const mid = (first + hi) >>> 1;
+        const i = sorted[mid]!;
+        let c = bounds[columns.window[i]!]! * 3600 - after.start;
+        for (let g = 0; c === 0 && g < after.values.length; g++) c = compareText(columns.labels[g]![columns.values[g]![i]!]!, after.values[g]!);
+        if (c > 0) hi = mid;
+        else first = mid + 1;
+      }
     }
-    rows.sort(compareRows);
-    const more = rows.length > request.limit;
-    const page = more ? rows.slice(0, request.limit) : rows;
-    return { rows: page, nextCursor: more ? encodeCursor(page[page.length - 1]!) : null, shape: shape.name };
+    const more = sorted.length - first > request.limit;
+    const order = sorted.subarray(first, more ? first + request.limit : sorted.length);
+    let nextCursor: string | null = null;
+    if (more) {
+      const last = order[order.length - 1]!;
+      nextCursor = encodeCursor({ start: bounds[columns.window[last]!]! * 3600, values: columns.values.map((v, g) => columns.labels[g]![v[last]!]!) });
+    }
+    return { bounds, columns, order, nextCursor, shapes: terms.map((t) => t.shape.name) };
   }
 
   /** Per UTC day: receipts, raw events and every rollup shape, and each way they disagree. */

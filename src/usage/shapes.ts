@@ -1,9 +1,11 @@
 /**
  * What usage counts and the rollup shapes that keep it, declared once for both backends: each
- * shape is a table keyed by (tenant, hour, its dimensions), holding the four measures. Every shape
- * is hourly because day and month windows follow a time zone's midnight, which is only known at
- * query time; a shape leaves out dimensions instead. Shapes are listed cheapest first, and a query
- * goes to the first one that keeps every dimension it groups or filters by (docs: README "Usage").
+ * shape is a table keyed by (tenant, hour or UTC day, its dimensions), holding the four measures.
+ * Day and month windows follow a time zone's midnight, known only at query time, so hourly shapes
+ * answer any window; a window's whole UTC days may instead come from a day shape, its edge hours
+ * added or taken away from an hourly one (exact: the measures are sums). Shapes leave out
+ * dimensions to stay small; `planUsage` routes a query to the cheapest shapes that keep every
+ * dimension it groups or filters by (docs: README "Usage").
  */
 import { KINDS } from '../events/catalogue.js';
 
@@ -31,28 +33,101 @@ export const MEASURE_COLUMN: Record<Measure, string> = {
   writtenBytes: 'written_bytes',
 };
 
+export type Grain = 'hour' | 'day';
+/** Hours per unit of each grain; also the name of a shape's time column. */
+export const GRAIN_HOURS: Record<Grain, number> = { hour: 1, day: 24 };
+
 export interface Shape {
   name: string;
   table: string;
+  grain: Grain;
   dimensions: readonly Dimension[];
 }
 
 /**
+ * Hourly, cheapest first:
  * - `tenant`: provider and action per hour: a few hundred rows a day, for totals and hourly charts.
+ * - `customer_hour`: customer alone: hourly charts per customer, and the edge hours of `customer_day`.
  * - `customer`: without bucket and clientId, the two dimensions with thousands of values; what
  *   "usage per customer / feature / client type" needs, a small fraction of `fine`'s rows.
- * - `fine`: every dimension; only for queries that group or filter by bucket or clientId.
+ * - `fine`: every dimension; for queries that group or filter by bucket or clientId (and costs).
+ * Per UTC day, cheapest first, each for the questions asked most over days and months:
+ * - `tenant_day`: provider and action (totals, daily charts);
+ * - `customer_day`: customer (usage per customer and day);
+ * - `feature_day`: customer, feature and action (what each customer's features do);
+ * - `client_day`: customer and clientId (which clients of one customer).
+ * A query needing any other dimension (bucket, client type, provider beside a customer) reads hourly shapes only.
  */
 export const SHAPES: readonly Shape[] = [
-  { name: 'tenant', table: 'usage_tenant', dimensions: ['provider', 'action'] },
-  { name: 'customer', table: 'usage_customer', dimensions: ['provider', 'customerId', 'featureId', 'clientType', 'action'] },
-  { name: 'fine', table: 'usage_fine', dimensions: DIMENSIONS },
+  { name: 'tenant', table: 'usage_tenant', grain: 'hour', dimensions: ['provider', 'action'] },
+  { name: 'customer_hour', table: 'usage_customer_hour', grain: 'hour', dimensions: ['customerId'] },
+  { name: 'customer', table: 'usage_customer', grain: 'hour', dimensions: ['provider', 'customerId', 'featureId', 'clientType', 'action'] },
+  { name: 'fine', table: 'usage_fine', grain: 'hour', dimensions: DIMENSIONS },
+  { name: 'tenant_day', table: 'usage_tenant_day', grain: 'day', dimensions: ['provider', 'action'] },
+  { name: 'customer_day', table: 'usage_customer_day', grain: 'day', dimensions: ['customerId'] },
+  { name: 'feature_day', table: 'usage_feature_day', grain: 'day', dimensions: ['customerId', 'featureId', 'action'] },
+  { name: 'client_day', table: 'usage_client_day', grain: 'day', dimensions: ['customerId', 'clientId'] },
 ];
 
-/** The cheapest shape that keeps every dimension in `needed`. */
-export function shapeFor(needed: Iterable<Dimension>): Shape {
+/** The shapes migration 4 created (later ones have their own migration). */
+export const FIRST_SHAPES = SHAPES.filter((s) => ['tenant', 'customer', 'fine'].includes(s.name));
+
+/** The cheapest shape of `grain` that keeps every dimension in `needed`, if any. */
+export function shapeFor(needed: Iterable<Dimension>, grain: Grain = 'hour'): Shape | undefined {
   const wanted = [...needed];
-  return SHAPES.find((shape) => wanted.every((d) => shape.dimensions.includes(d)))!;
+  return SHAPES.find((shape) => shape.grain === grain && wanted.every((d) => shape.dimensions.includes(d)));
+}
+
+/** Rows [from, to) of a shape (in its grain's units) added to (sign 1) or taken from (-1) window `window`. */
+export interface UsageSpan {
+  window: number;
+  from: number;
+  to: number;
+  sign: 1 | -1;
+}
+
+export interface UsageTerm {
+  shape: Shape;
+  spans: UsageSpan[];
+}
+
+/**
+ * The shapes and spans that answer windows `bounds` (hours since the epoch) exactly. A window
+ * [a, b) reads the whole UTC days between the day boundaries nearest a and b from a day shape, and
+ * the hours between each end and its nearest boundary from an hourly one, added when outside the
+ * days and taken away when inside: a Berlin day is one UTC day plus one hour before it, minus its
+ * own last hour. Windows shorter than a day, or with no day shape for `needed`, read hours only.
+ */
+export function planUsage(needed: Iterable<Dimension>, bounds: readonly number[]): UsageTerm[] {
+  const wanted = [...needed];
+  const hourly = shapeFor(wanted, 'hour')!;
+  const daily = shapeFor(wanted, 'day');
+  const hours: UsageSpan[] = [];
+  const days: UsageSpan[] = [];
+  const nearestDay = (h: number) => Math.round(h / 24);
+  const edge = (window: number, from: number, to: number, sign: 1 | -1) => {
+    if (from < to) hours.push({ window, from, to, sign });
+  };
+  for (let window = 0; window + 1 < bounds.length; window++) {
+    const a = bounds[window]!;
+    const b = bounds[window + 1]!;
+    const first = nearestDay(a);
+    const last = nearestDay(b);
+    // Worth it only when the edges are fewer hours than the window itself.
+    if (daily === undefined || first >= last || Math.abs(first * 24 - a) + Math.abs(b - last * 24) >= b - a) {
+      hours.push({ window, from: a, to: b, sign: 1 });
+      continue;
+    }
+    days.push({ window, from: first, to: last, sign: 1 });
+    if (a < first * 24) edge(window, a, first * 24, 1);
+    else edge(window, first * 24, a, -1);
+    if (b > last * 24) edge(window, last * 24, b, 1);
+    else edge(window, b, last * 24, -1);
+  }
+  const terms: UsageTerm[] = [];
+  if (days.length > 0) terms.push({ shape: daily!, spans: days });
+  if (hours.length > 0) terms.push({ shape: hourly, spans: hours });
+  return terms;
 }
 
 const GET = KINDS.GetObject.code;
@@ -81,14 +156,26 @@ export function measureSql(c: EventColumns): string[] {
   ];
 }
 
-/** A shape's key expressions over events rows: tenant, hour, then its dimensions (0 for none). */
+/** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */
 export function keySql(shape: Shape, c: EventColumns): string[] {
-  return [c.tenant, `${c.timestamp} / 3600`, ...shape.dimensions.map((d) => (d === 'action' ? c.action : `coalesce(${c.dims[d]}, 0)`))];
+  return [c.tenant, `${c.timestamp} / ${GRAIN_HOURS[shape.grain] * 3600}`, ...shape.dimensions.map((d) => (d === 'action' ? c.action : `coalesce(${c.dims[d]}, 0)`))];
 }
 
 /** A shape's key columns in its table. */
 export function keyColumns(shape: Shape): string[] {
-  return ['tenant', 'hour', ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])];
+  return ['tenant', shape.grain, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])];
 }
 
 export const MEASURE_COLUMNS = MEASURES.map((m) => MEASURE_COLUMN[m]);
+
+/**
+ * The rows of `shape` that hours [fromHour, toHour) touch, in its grain's units, and the events
+ * (epoch seconds) that fold into them: a day shape's whole days, so that a rebuild of part of a day
+ * refills the whole day.
+ */
+export function shapeRange(shape: Shape, fromHour: number, toHour: number): { from: number; to: number; fromSecond: number; toSecond: number } {
+  const unit = GRAIN_HOURS[shape.grain];
+  const from = Math.floor(fromHour / unit);
+  const to = Math.ceil(toHour / unit);
+  return { from, to, fromSecond: from * unit * 3600, toSecond: to * unit * 3600 };
+}

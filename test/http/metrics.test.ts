@@ -48,7 +48,8 @@ const event = (eventId: string, extra: object = {}) => ({ ...(minimalWireEvent('
 describe('/metrics', () => {
   it('scraped under load, counts exactly the events stored, the duplicates, the rejections and the replies', async () => {
     const dataDir = tempDir();
-    const server = await startServer({ dataDir });
+    // No background catch-up: the usage rollups stay behind until a read folds them.
+    const server = await startServer({ dataDir, env: { BUCKETMETER_TEST_CATCH_UP_DELAY_MS: '600000' } });
     try {
       const key = server.bootstrapKey!;
       const other = await createKey('other', ['--data-dir', dataDir]);
@@ -108,7 +109,11 @@ describe('/metrics', () => {
       assert.equal(total(samples, 'bucketmeter_processes'), 1);
       for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']) assert.ok(samples.some((s) => s.name === name), name);
 
-      // A read applies the inventory's pending commits first: afterwards nothing is behind.
+      // Nothing folded yet: every stored event, of both tenants, is pending.
+      assert.equal(total(samples, 'bucketmeter_usage_pending_events'), stored.length + 3);
+      assert.ok(total(samples, 'bucketmeter_usage_lag_seconds') >= 2, 'the oldest pending event is as old as the load');
+
+      // A read applies the inventory's pending commits and folds the usage first: afterwards nothing is behind.
       const hour = Math.ceil(Date.now() / 3_600_000) + 1;
       const [from, to] = [hour - 24 * 399, hour].map((h) => new Date(h * 3_600_000).toISOString());
       const usage = await request(`${server.url}/v1/usage?from=${from}&to=${to}&storage=true`, { key });
@@ -117,6 +122,8 @@ describe('/metrics', () => {
       for (const name of ['bucketmeter_inventory_pending', 'bucketmeter_inventory_lag_seconds']) assert.ok(afterRead.some((s) => s.name === name), name);
       assert.equal(total(afterRead, 'bucketmeter_inventory_pending'), 0);
       assert.equal(total(afterRead, 'bucketmeter_inventory_lag_seconds'), 0);
+      assert.equal(total(afterRead, 'bucketmeter_usage_pending_events'), 0);
+      assert.equal(total(afterRead, 'bucketmeter_usage_lag_seconds'), 0);
 
       const withQuery = await request(`${server.url}/metrics?name=x`);
       assert.equal(withQuery.json.code, 'BM_ERR_QUERY_INVALID', 'no parameter is silently ignored here either');

@@ -4,10 +4,10 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { groupCosts } from '../../src/pricing/aggregate.js';
 import type { CostDimension } from '../../src/pricing/aggregate.js';
-import { priceMonth } from '../../src/pricing/engine.js';
+import { priceMonth, rowsOf } from '../../src/pricing/engine.js';
 import type { CostRow } from '../../src/pricing/engine.js';
 import { sumCosts } from '../../src/pricing/money.js';
-import { PLAN_IDS, accountMonthArb } from './generate.js';
+import { PLAN_IDS, accountMonthArb, accountMonthWithRunsArb, hourByHour } from './generate.js';
 import { referenceCosts } from './reference.js';
 
 const byId = (rows: CostRow[]) => new Map(rows.map((r) => [`${r.charge}|${r.hour}|${r.key === null ? 'unallocated' : JSON.stringify(r.key)}`, r.cost]));
@@ -25,6 +25,23 @@ describe('pricing engine', () => {
       { numRuns: 400 },
     );
     assert.deepEqual([...seen].sort(), [...PLAN_IDS].sort(), 'every plan was exercised');
+  });
+
+  it('prices a run of hours as each of its hours: the same rows, equal to the reference', () => {
+    let repeated = 0;
+    fc.assert(
+      fc.property(accountMonthWithRunsArb, (input) => {
+        const runs = priceMonth(input);
+        repeated += runs.filter((r) => r.repeat !== undefined).length;
+        const rows = runs.flatMap((r) => [...rowsOf(r)]);
+        const hourly = hourByHour(input);
+        assert.equal(rows.length, byId(rows).size, 'one row per charge, hour and key');
+        assert.deepEqual(rows.map((r) => JSON.stringify(r)).sort(), priceMonth(hourly).map((r) => JSON.stringify(r)).sort(), 'the rows of its hours, to the last field');
+        assert.deepEqual(byId(rows), referenceCosts(hourly));
+      }),
+      { numRuns: 150 },
+    );
+    assert.ok(repeated > 0, 'runs were priced as runs');
   });
 
   it('every grouping adds up to the ungrouped total to the last digit', () => {

@@ -87,3 +87,48 @@ export const accountMonthArb: fc.Arbitrary<AccountMonth & { planId: string }> = 
         dailyPeakBytes: new Map(peaks.map(([d, b]) => [start + d * 86400, b])),
       }));
   });
+
+/**
+ * An account-month plus runs: storage quantities repeated over up to the whole month (bucket
+ * `archive`, which keyHourArb never uses, so a run's hours are no other quantity's), large enough
+ * to cross tiers within a run.
+ */
+export const accountMonthWithRunsArb: fc.Arbitrary<AccountMonth & { planId: string }> = accountMonthArb.chain((input) => {
+  const [y, m] = input.month.split('-').map(Number) as [number, number];
+  const start = Date.UTC(y, m - 1, 1) / 1000;
+  const hours = (Date.UTC(y, m, 1) / 1000 - start) / 3600;
+  const runArb = fc
+    .record({
+      from: fc.oneof(fc.nat(hours - 1), fc.constant(0), fc.nat(hours / 24 - 1).map((d) => d * 24)),
+      length: fc.oneof(fc.integer({ min: 1, max: hours }), fc.constant(hours), fc.integer({ min: 1, max: 48 })),
+      key: keyArb.map((k) => ({ ...k, bucket: 'archive' })),
+      byteSeconds: fc.oneof(big(10n ** 18n), big(10n ** 24n)),
+      smallObjectSeconds: big(10n ** 9n),
+      smallSize: fc.nat(4095),
+      snapshotBytes: fc.oneof(big(10n ** 12n), big(10n ** 16n)),
+      snapshotSmallObjects: big(10n ** 6n),
+    })
+    .map(({ from, length, smallSize, ...q }): KeyHour => ({
+      ...q,
+      hour: start + from * 3600,
+      hours: Math.min(length, hours - from),
+      smallObjectByteSeconds: q.smallObjectSeconds * BigInt(smallSize),
+      byteSeconds: q.byteSeconds + q.smallObjectSeconds * BigInt(smallSize),
+      snapshotSmallObjectBytes: q.snapshotSmallObjects * BigInt(smallSize),
+      snapshotBytes: q.snapshotBytes + q.snapshotSmallObjects * BigInt(smallSize),
+    }));
+  return fc.uniqueArray(runArb, { minLength: 1, maxLength: 4, selector: (r) => JSON.stringify(r.key) }).map((runs) => ({ ...input, quantities: [...input.quantities, ...runs] }));
+});
+
+/** Each run as its hours: what it stands for (snapshot quantities only at midnights). */
+export function hourByHour(input: AccountMonth): AccountMonth {
+  const quantities: KeyHour[] = [];
+  for (const { hours = 1, ...q } of input.quantities) {
+    for (let k = 0; k < hours; k++) {
+      const hour = q.hour + k * 3600;
+      const snapshot = hour % 86400 === 0;
+      quantities.push({ ...q, hour, ...(snapshot ? {} : { snapshotBytes: undefined, snapshotSmallObjects: undefined, snapshotSmallObjectBytes: undefined }) });
+    }
+  }
+  return { ...input, quantities };
+}

@@ -116,10 +116,12 @@ for (const backend of BACKENDS) {
       const audit = `tenant = (SELECT id FROM tenants WHERE name = 'audit')`;
       await damage(`UPDATE usage_customer SET requests = requests + 7 WHERE ${audit}`);
       await damage(`DELETE FROM usage_fine WHERE ${audit} AND hour = ${Date.parse('2026-03-02T04:00:00Z') / 3600_000}`);
+      await damage(`UPDATE usage_customer_day SET written_bytes = written_bytes + 1 WHERE ${audit} AND day = ${Date.parse('2026-03-03T00:00:00Z') / 86400_000}`);
       const found = await runCli(['usage', 'verify', '--tenant', 'audit', ...range, ...storeArgs]);
       assert.equal(found.code, 1, found.stdout);
       assert.match(found.stdout, /rollup customer: requests = requests of the events/);
       assert.match(found.stdout, /rollup fine: requests/);
+      assert.match(found.stdout, /rollup customer_day: writtenBytes/);
       const reconcile = await request(`${server.url}/v1/usage/reconcile?from=2026-03-01T00:00:00Z&to=2026-03-05T00:00:00Z`, { key });
       assert.ok(reconcile.json.differences.length > 0);
       assert.ok(reconcile.json.differences.some((d: { day: string; check: string }) => d.day === '2026-03-02' && d.check.startsWith('rollup fine')));

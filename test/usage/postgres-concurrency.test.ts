@@ -1,7 +1,10 @@
 /**
  * Usage on PostgreSQL with several writers: two serve processes (one with --workers 2) receive the
  * same events at once, by single requests, small batches (one statement) and large ones (COPY), all
- * on the same hot rollup rows. Nothing is lost or counted twice, no request fails (no deadlock), and
+ * on the same hot rollup and receipt rows. The rollups are folded after commit: the background
+ * catch-up is held back, so the folds are those of reads, sent to all three processes during the load
+ * and all at once after it (each folds what it finds pending, one at a time). Nothing is lost or
+ * counted twice, no request fails (no deadlock), every read sees what was stored before it, and
  * receipts add up.
  */
 import assert from 'node:assert/strict';
@@ -19,7 +22,8 @@ describe('usage: concurrent writers on PostgreSQL', { skip: postgres.skip }, () 
 
   before(async () => {
     storeArgs = await postgres.fresh();
-    servers = await Promise.all([startServer({ args: storeArgs }), startServer({ args: [...storeArgs, '--workers', '2'] })]);
+    const env = { BUCKETMETER_TEST_CATCH_UP_DELAY_MS: '600000' };
+    servers = await Promise.all([startServer({ args: storeArgs, env }), startServer({ args: [...storeArgs, '--workers', '2'], env })]);
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.stop()));
@@ -60,11 +64,32 @@ describe('usage: concurrent writers on PostgreSQL', { skip: postgres.skip }, () 
         }),
       );
     };
+    const total = (field: string, rows: Record<string, number>[]) => rows.reduce((sum, r) => sum + r[field]!, 0);
+    const requests = async (server: ServerProcess) => {
+      const reply = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z&groupBy=customerId`, { key });
+      assert.equal(reply.status, 200, reply.text);
+      return total('requests', reply.json.rows);
+    };
+    // Reads during the load: each folds what is pending, racing the others' folds and the commits.
+    let sending = true;
+    const readsDuringLoad = Promise.all(
+      [0, 1, 1].map(async (s) => {
+        let last = 0;
+        while (sending) {
+          const n = await requests(servers[s]!);
+          assert.ok(n >= last && n <= N, `a read saw ${n} after ${last}`);
+          last = n;
+        }
+      }),
+    );
     await Promise.all([sendAll(servers[0]!, 0), sendAll(servers[1]!, 2), sendAll(servers[0]!, 1), sendAll(servers[1]!, 3)]);
+    sending = false;
+    await readsDuringLoad;
+    // Reads at once on every process, after the last 2xx: each sees every event, once.
+    assert.deepEqual(await Promise.all([0, 1, 0, 1, 1, 0].map((s) => requests(servers[s]!))), Array(6).fill(N));
 
     const reply = await request(`${servers[0]!.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z&granularity=hour&groupBy=customerId,clientId`, { key });
     assert.equal(reply.status, 200, reply.text);
-    const total = (field: string, rows: Record<string, number>[]) => rows.reduce((sum, r) => sum + r[field]!, 0);
     assert.equal(total('requests', reply.json.rows), N);
     const read = events.filter((e) => e.action === 'GetObject').reduce((sum, e) => sum + e.bytes, 0);
     const written = events.filter((e) => e.action === 'PutObject').reduce((sum, e) => sum + e.bytes, 0);

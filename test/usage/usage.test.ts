@@ -158,6 +158,14 @@ for (const backend of BACKENDS) {
     let storeArgs: string[];
     let tenants = 0;
     const newKey = () => createKey(`usage-${++tenants}`, storeArgs);
+    /** A new tenant sent `n` valid generated events (seeded), and the events it counts. */
+    const sendSample = async (n: number, seed: number) => {
+      const key = await newKey();
+      const specs = fc.sample(specArb, { numRuns: n, seed }).map((s) => ({ ...s, invalid: false }));
+      const sent = specs.map((spec, i) => ({ event: wire(spec, `s${seed}-${i}`), valid: true }));
+      await send(server.url, key, sent.map((s) => s.event), 100);
+      return { key, events: countedEvents(sent) };
+    };
 
     before(async () => {
       storeArgs = await backend.fresh();
@@ -204,11 +212,7 @@ for (const backend of BACKENDS) {
     });
 
     it('groups by every dimension, over DST days in both zones', async () => {
-      const key = await newKey();
-      const specs = fc.sample(specArb, { numRuns: 300, seed: 42 }).map((s) => ({ ...s, invalid: false }));
-      const sent = specs.map((spec, i) => ({ event: wire(spec, `g-${i}`), valid: true }));
-      await send(server.url, key, sent.map((s) => s.event), 100);
-      const events = countedEvents(sent);
+      const { key, events } = await sendSample(300, 42);
       for (const zone of ['Europe/Berlin', 'America/New_York']) {
         for (const d of DIMS) {
           const q: RefQuery = { from: FROM, to: TO, granularity: 'day', timeZone: zone, groupBy: [d], filters: {} };
@@ -223,6 +227,44 @@ for (const backend of BACKENDS) {
       assert.ok(lengths.includes(22) || lengths.includes(23), `a 23-hour day (cut to the range) among ${lengths}`);
       const autumn = await request(`${server.url}/v1/usage?from=2026-10-24T22:00:00Z&to=2026-10-25T23:00:00Z&granularity=day&timeZone=Europe/Berlin`, { key });
       assert.deepEqual(autumn.json.rows.map((r: { start: string; end: string }) => [r.start, r.end]), [['2026-10-24T22:00:00Z', '2026-10-25T23:00:00Z']], '25 hours');
+    });
+
+    it('answers from day shapes with edge hours exactly as the events say, in every zone and with filters', async () => {
+      const { key, events } = await sendSample(400, 7);
+      // Ranges whose ends are near (added hours) and far past (hours taken away) a UTC midnight.
+      const ranges = [
+        [FROM, TO],
+        [FROM + 5 * 3600, TO - 7 * 3600],
+        [at('2026-03-07T13:00:00Z'), at('2026-03-30T11:00:00Z')],
+        [at('2026-10-20T18:00:00Z'), at('2026-11-03T18:00:00Z')],
+      ];
+      // Each day shape (tenant_day, customer_day, feature_day, client_day), and sets no day shape keeps.
+      const groups: Dim[][] = [[], ['customerId'], ['customerId', 'featureId', 'action'], ['clientId'], ['provider', 'action'], ['customerId', 'clientType']];
+      const filterSets: RefQuery['filters'][] = [
+        {},
+        { customerId: ['c1'] },
+        { customerId: ['', 'c2'], action: ['GetObject', 'PutObject'] },
+        // Filters only the hourly shapes keep: bucket forces fine.
+        { bucket: ['media'] },
+        { clientType: [''] },
+      ];
+      const cases: [string, string][] = [
+        ['UTC', 'day'],
+        ['UTC', 'none'],
+        ['Europe/Berlin', 'day'],
+        ['America/New_York', 'month'],
+        ['Asia/Kolkata', 'none'],
+      ];
+      let n = 0;
+      for (const [from, to] of ranges) {
+        for (const [timeZone, granularity] of cases) {
+          for (const groupBy of groups) {
+            const filters = filterSets[n++ % filterSets.length]!;
+            const q: RefQuery = { from: from!, to: to!, granularity: granularity as RefQuery['granularity'], timeZone, groupBy, filters };
+            assert.deepEqual(Object.fromEntries(await fetchUsage(server.url, key, q)), Object.fromEntries(reference(events, q)), queryString(q));
+          }
+        }
+      }
     });
 
     it('a late event changes the past hours it belongs to', async () => {

@@ -15,7 +15,7 @@ import { KINDS } from '../../events/catalogue.js';
 import type { EventRecord } from '../../events/catalogue.js';
 import { BOOL_FIELDS, COLUMN_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, encodeRest, pgColumn, pgType } from '../row.js';
 import type { CommitUnit, EventToStore } from '../types.js';
-import { usageCtes } from './usage-sql.js';
+import { receiptsCte, usageOutboxCte } from './usage-sql.js';
 
 // ---- Text columns ----
 
@@ -105,7 +105,7 @@ kept AS MATERIALIZED (
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
 stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY tenant_id, seq),
-${QUARANTINE_CTES}${usage ? `,\n${usageCtes('kept', RECEIPT_PARAM)},\n${inventoryOutboxCte('kept')}` : ''}
+${QUARANTINE_CTES}${usage ? `,\n${receiptsCte('kept', RECEIPT_PARAM)},\n${usageOutboxCte('kept', SEQ_BLOCK)},\n${inventoryOutboxCte('kept')}` : ''}
 SELECT row, seq FROM kept`;
 }
 
@@ -114,7 +114,7 @@ export const STATEMENT_USAGE_SQL = statementSql(true);
 
 /**
  * The unit's arrivals per tenant and UTC day: (tenant, day, received, rejected) arrays, as
- * usage-sql.ts usageCtes takes them. Received counts every event of the unit (duplicates within it
+ * usage-sql.ts receiptsCte takes them. Received counts every event of the unit (duplicates within it
  * included) and every quarantine entry.
  */
 export function receiptArrays(unit: CommitUnit): [number[], number[], number[], number[]] {

@@ -54,13 +54,40 @@ INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
 SELECT tenant_id, min(ts), min(seq), max(seq), extract(epoch FROM now())::bigint FROM events GROUP BY tenant_id;
 `;
 
+/**
+ * Migration 7: the per-key inventory log (as SQLite's, sqlite/inventory.ts INVENTORY_LOG_MIGRATION_SQL):
+ * one row per node an event touches, written by the catch-up that applies it; the next catch-up logs
+ * every stored event through the outbox rows added here.
+ */
+export const INVENTORY_LOG_MIGRATION_SQL = `
+CREATE TABLE inventory_log (
+  tenant integer NOT NULL,
+  node smallint NOT NULL,
+  bucket text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  ts bigint NOT NULL,
+  seq bigint NOT NULL,
+  PRIMARY KEY (tenant, bucket, node, name, ts, seq)
+);
+INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
+SELECT t.tenant, t.f, t.a, t.b, extract(epoch FROM now())::bigint FROM (SELECT tenant_id AS tenant, min(ts) AS f, min(seq) AS a, max(seq) AS b FROM events WHERE action IN (${ACTIONS}) GROUP BY tenant_id) AS t
+-- Not again for a tenant whose pending row (migration 5's, not yet applied) covers them already.
+WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND o.first_seq <= t.a AND o.last_seq >= t.b AND o.from_ts <= t.f);
+`;
+
 /** The commit statement's hook: one outbox row per tenant of the events it stored (`rows`, a CTE of events rows). */
 export function inventoryOutboxCte(rows: string): string {
   return `inventory_outbox_rows AS (INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
   SELECT tenant_id, min(ts), min(seq), max(seq), extract(epoch FROM now())::bigint FROM ${rows} WHERE action IN (${ACTIONS}) GROUP BY tenant_id)`;
 }
 
-/** The COPY path's hook: $1 tenant, $2 the copied events' seqs. */
-export const OUTBOX_AFTER_COPY_SQL = `INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
-SELECT $1, min(ts), min(seq), max(seq), extract(epoch FROM now())::bigint FROM events WHERE tenant_id = $1 AND seq = ANY($2::bigint[]) AND action IN (${ACTIONS}) HAVING count(*) > 0`;
+/**
+ * The COPY path's hook, as a CTE beside the usage one: the outbox row of the copied inventory events,
+ * their earliest timestamp and first and last seqs ($from..$from+2) found by the caller as it copied
+ * them, so the events are not read back; none when $from is null. `$tenant` is the unit's tenant.
+ */
+export function inventoryOutboxAfterCopyCte(tenant: number, from: number): string {
+  return `inventory_outbox_row AS (INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
+  SELECT $${tenant}, $${from}::bigint, $${from + 1}::bigint, $${from + 2}::bigint, extract(epoch FROM now())::bigint WHERE $${from}::bigint IS NOT NULL)`;
+}
 

@@ -1,16 +1,17 @@
 /**
  * PostgreSQL's object inventory: as SQLite's (sqlite/inventory.ts). Each event commit adds one outbox
- * row per tenant (inventoryOutboxCte / OUTBOX_AFTER_COPY_SQL); catchUp, from any node, takes a session
+ * row per tenant (inventoryOutboxCte / inventoryOutboxAfterCopyCte); catchUp, from any node, takes a session
  * advisory lock, then in one REPEATABLE READ transaction reads the outbox and the events in the same
- * snapshot, replays, and deletes exactly the outbox rows it read. A commit not in that snapshot has
- * its outbox row left for the next catch-up, which replays from its earliest timestamp: nothing is
- * missed, whatever the order in which transactions commit.
+ * snapshot, logs their events (inventory_log), replays what they can change, and deletes exactly the
+ * outbox rows it read. A commit not in that snapshot has its outbox row left for the next catch-up,
+ * which logs its events then and replays what they change (what they touch, from their times; the log
+ * holds every event applied before): nothing is missed, whatever the order in which transactions commit.
  */
 import type { Pool, PoolClient } from 'pg';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
-import { compareEntries, deltaKey, keylessCompletions, redo, scope, splitKey } from '../../inventory/timeline.js';
+import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -20,7 +21,7 @@ import type {
   StorageIntervalFilter, StorageKey, StorageStoreQuery, StorageWindowSums,
 } from '../types.js';
 import { fromPgText, toPgText } from './encode.js';
-import { LOCK_CLASS } from './migrate.js';
+import { serialized } from './serialized.js';
 import { ACTIONS, DELTA_COLUMNS, DIMS } from './inventory-sql.js';
 
 const LOCK_INVENTORY = 5;
@@ -49,7 +50,12 @@ function entryOf(r: EntryRow): Entry {
 
 const EVENTS_SQL = `SELECT seq, ts, action, provider_id, coalesce(customer_id, 0), coalesce(feature_id, 0), coalesce(client_type_id, 0), coalesce(client_id, 0),
   bucket_id, object_key, version_id, upload_id, bytes, part_number, event_id, rest
-FROM events WHERE tenant_id = $1 AND ts >= $2 AND action IN (${ACTIONS}) AND bucket_id IS NOT NULL`;
+FROM events WHERE tenant_id = $1 AND action IN (${ACTIONS}) AND bucket_id IS NOT NULL`;
+const EVENTS_FROM = `${EVENTS_SQL} AND ts >= $2`;
+
+/** The log's node code of a touches() node. */
+const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
+const nodeName = (n: string) => (n[0] === 'b' ? '' : splitKey(n.slice(1))[1]);
 type EventRow = [string, string, number, number, number, number, number, number, number | null, string | null, string | null, string | null, string | null, number | null, string | null, string | null];
 
 const enc = (v: string | undefined) => (v === undefined ? undefined : toPgText(v));
@@ -65,13 +71,22 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     const { rows } = await this.guarded(() => this.pool.query('SELECT 1 FROM inventory_outbox LIMIT 1'));
     if (rows.length === 0) return;
     return this.#locked(async (c) => {
-      const { rows } = await c.query<[number, string, string[], string[], string[]]>({
-        text: 'SELECT tenant, min(from_ts), array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
+      const { rows } = await c.query<[number, string[], string[], string[]]>({
+        text: 'SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
         rowMode: 'array',
       });
-      for (const [tenant, from, firsts, lasts, ids] of rows) {
+      for (const [tenant, firsts, lasts, ids] of rows) {
         const ranges = firsts.map((f, i) => [Number(f), Number(lasts[i])] as const);
-        await this.#recompute(c, tenant, Number(from), (seq) => ranges.some(([first, last]) => seq >= first && seq <= last));
+        const isNew = (seq: number) => ranges.some(([first, last]) => seq >= first && seq <= last);
+        // One read over the span of the pending transactions' seqs, kept where a transaction's range holds them.
+        const span = await this.#read(c, tenant, `${EVENTS_SQL} AND seq >= $2 AND seq <= $3`, [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))]);
+        const fresh = new Map([...span].filter(([seq]) => isNew(seq)));
+        const names = this.#names(c);
+        await this.#log(c, tenant, fresh, names);
+        const closure = new Closure();
+        for (const [seq, e] of fresh) closure.add(seq, e, true);
+        await this.#close(c, tenant, closure, names);
+        await this.#recompute(c, tenant, closure);
         await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
       }
     });
@@ -83,7 +98,10 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await c.query('DELETE FROM inventory WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_hours WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_outbox WHERE tenant = $1', [tenant]);
-        await this.#recompute(c, tenant, Number.MIN_SAFE_INTEGER, () => true);
+        await c.query('DELETE FROM inventory_log WHERE tenant = $1', [tenant]);
+        const all = await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER]);
+        await this.#log(c, tenant, all, this.#names(c));
+        await this.#write(c, tenant, redo([], [...all.values()], () => Number.MIN_SAFE_INTEGER));
       }
     });
   }
@@ -104,7 +122,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
           const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
           hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8).map((v) => BigInt(v)));
         }
-        out.push(...compareInventory(tenant, (await this.#events(c, tenant, Number.MIN_SAFE_INTEGER)).events, rows.map(entryOf), hours));
+        out.push(...compareInventory(tenant, [...(await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER])).values()], rows.map(entryOf), hours));
       }
       return out;
     });
@@ -268,36 +286,9 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     });
   }
 
-  /** One at a time across every node: a session advisory lock, then one REPEATABLE READ transaction (its snapshot taken after the lock). */
-  async #locked<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
-    return this.guarded(async () => {
-      const c = await this.pool.connect();
-      let broken = false;
-      try {
-        await c.query('SELECT pg_advisory_lock($1, $2)', [LOCK_CLASS, LOCK_INVENTORY]);
-        try {
-          await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
-          const result = await work(c);
-          await c.query('COMMIT');
-          return result;
-        } catch (err) {
-          await c.query('ROLLBACK').catch(() => {
-            broken = true;
-          });
-          throw err;
-        } finally {
-          await c.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, LOCK_INVENTORY]).catch(() => {
-            broken = true;
-          });
-        }
-      } catch (err) {
-        broken = true;
-        throw err;
-      } finally {
-        // A session that may still hold the lock is closed, which releases it.
-        c.release(broken);
-      }
-    });
+  /** One at a time across every node (serialized.ts). */
+  #locked<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    return this.guarded(() => serialized(this.pool, LOCK_INVENTORY, work));
   }
 
   async #tenants(c: PoolClient, tenantId: number | null): Promise<number[]> {
@@ -306,12 +297,12 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     return rows.map((r) => r.id);
   }
 
-  /** The tenant's inventory events at or after `from`, each with its seq. */
-  async #events(c: PoolClient, tenant: number, from: number): Promise<{ events: TimelineEvent[]; seqs: Map<TimelineEvent, number> }> {
-    const { rows } = await c.query<EventRow>({ text: EVENTS_SQL, values: [tenant, from], rowMode: 'array' });
+  /** The tenant's inventory events a query selects ($1 the tenant, `values` after it), by seq. */
+  async #read(c: PoolClient, tenant: number, text: string, values: unknown[]): Promise<Map<number, TimelineEvent>> {
+    const { rows } = await c.query<EventRow>({ text, values: [tenant, ...values], rowMode: 'array' });
     const sourceBuckets = new Set<string>();
-    const seqs = new Map<TimelineEvent, number>();
-    const events = rows.map((r) => {
+    const out = new Map<number, TimelineEvent>();
+    for (const r of rows) {
       const e: TimelineEvent = {
         ts: Number(r[1]),
         action: actionOf(r[2]),
@@ -338,69 +329,148 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         }));
       }
       if (e.copySource !== undefined) sourceBuckets.add(e.copySource.bucket);
-      seqs.set(e, Number(r[0]));
-      return e;
-    });
+      out.set(Number(r[0]), e);
+    }
     if (sourceBuckets.size > 0) {
       const names = [...sourceBuckets];
       const ids = await this.#ids(names, c);
       const byName = new Map(names.map((name, i) => [name, ids[i] === undefined ? `?${name}` : String(ids[i])]));
-      for (const e of events) {
+      for (const e of out.values()) {
         if (e.copySource === undefined) continue;
         const s = e.copySource;
         e.copySource = { bucket: byName.get(s.bucket)!, objectKey: toPgText(s.objectKey), ...(s.versionId === undefined ? {} : { versionId: toPgText(s.versionId) }) };
       }
     }
-    return { events, seqs };
+    return out;
   }
 
-  /** As SQLite's (sqlite/inventory.ts #recompute): the events connected to the new ones, replayed from `from`. */
-  async #recompute(c: PoolClient, tenant: number, from: number, isNew: (seq: number) => boolean): Promise<void> {
-    const q = async (text: string, values: unknown[]) => (await c.query<EntryRow>({ text, values, rowMode: 'array' })).rows;
-    const { events, seqs } = await this.#events(c, tenant, from);
-    const pairs = (set: Set<string>) => {
-      const a: number[] = [];
-      const b: string[] = [];
-      for (const key of set) {
-        const [bucket, name] = splitKey(key);
-        if (bucket.startsWith('?')) continue;
-        a.push(Number(bucket));
-        b.push(name);
+  /** A node's bucket by name, as the log keeps it (as SQLite's #names; dictionary values are stored encoded). */
+  #names(c: PoolClient): (buckets: string[]) => Promise<string[]> {
+    const names = new Map<string, string>();
+    return async (buckets) => {
+      const ids = [...new Set(buckets.filter((b) => !b.startsWith('?') && !names.has(b)))];
+      if (ids.length > 0) {
+        const { rows } = await c.query<{ id: number; value: string }>('SELECT id, value FROM dict WHERE id = ANY($1::integer[])', [ids.map(Number)]);
+        for (const r of rows) names.set(String(r.id), r.value);
       }
-      return [a, b] as const;
+      return buckets.map((b) => (b.startsWith('?') ? toPgText(b.slice(1)) : names.get(b)!));
     };
-    const uploadKeys = new Map<string, string>();
-    const [cb, cu] = pairs(keylessCompletions(events));
-    if (cb.length > 0) {
-      const keys = await c.query<[number, string, string]>({
-        text: `SELECT i.bucket, i.upload_id, i.object_key FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u) ON i.bucket = k.b AND i.upload_id = k.u
-          WHERE i.tenant = $1 AND i.kind = 3 AND i.started < $4 AND (i.ended IS NULL OR i.ended >= $4)`,
-        values: [tenant, cb, cu, from],
-        rowMode: 'array',
-      });
-      for (const [bucket, uploadId, key] of keys.rows) uploadKeys.set(`${bucket}\u0000${uploadId}`, key);
+  }
+
+  async #log(c: PoolClient, tenant: number, events: Map<number, TimelineEvent>, names: (buckets: string[]) => Promise<string[]>): Promise<void> {
+    const nodes: string[] = [];
+    const ts: number[] = [];
+    const seqs: number[] = [];
+    for (const [seq, e] of events) {
+      for (const n of touches(e)) {
+        nodes.push(n);
+        ts.push(e.ts);
+        seqs.push(seq);
+      }
     }
-    const sc = scope(events, (e) => isNew(seqs.get(e)!), uploadKeys);
+    if (nodes.length === 0) return;
+    await c.query(
+      `INSERT INTO inventory_log (tenant, bucket, node, name, ts, seq) SELECT $1, * FROM unnest($2::text[], $3::smallint[], $4::text[], $5::bigint[], $6::bigint[])
+       ON CONFLICT DO NOTHING`,
+      [tenant, await names(nodes.map(nodeBucket)), nodes.map((n) => NODE_CODE[n[0]!]), nodes.map(nodeName), ts, seqs],
+    );
+  }
+
+  /** Reads what the closure asks until it is closed: one query per kind of read per step. */
+  async #close(c: PoolClient, tenant: number, closure: Closure, names: (buckets: string[]) => Promise<string[]>): Promise<void> {
+    for (let step = closure.next(); step !== null; step = closure.next()) {
+      const seqs = new Set<string>();
+      if (step.nodes.length > 0) {
+        const nodes = step.nodes.map(([n]) => n);
+        const { rows } = await c.query<[string]>({
+          text: `SELECT DISTINCT l.seq FROM inventory_log l JOIN unnest($2::text[], $3::smallint[], $4::text[], $5::bigint[]) AS n(b, k, m, f)
+            ON l.bucket = n.b AND l.node = n.k AND l.name = n.m AND l.ts >= n.f WHERE l.tenant = $1`,
+          values: [tenant, await names(nodes.map(nodeBucket)), nodes.map((n) => NODE_CODE[n[0]!]), nodes.map(nodeName), step.nodes.map(([, f]) => f)],
+          rowMode: 'array',
+        });
+        for (const [seq] of rows) seqs.add(seq);
+        const keys = step.nodes.filter(([n]) => n[0] === 'k' && n[1] !== '?').map(([n, f]) => [...splitKey(n.slice(1)), f] as const);
+        if (keys.length > 0) {
+          const uploads = await c.query<[number, string, string]>({
+            text: `SELECT i.bucket, i.upload_id, k.f FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o
+              WHERE i.tenant = $1 AND i.kind = 3 AND i.started < k.f AND (i.ended IS NULL OR i.ended >= k.f)`,
+            values: [tenant, keys.map(([b]) => Number(b)), keys.map(([, o]) => o), keys.map(([, , f]) => f)],
+            rowMode: 'array',
+          });
+          for (const [bucket, uploadId, f] of uploads.rows) closure.uploadAt(`${bucket}\u0000${uploadId}`, Number(f));
+        }
+      }
+      if (step.buckets.length > 0) {
+        const { rows } = await c.query<[string]>({
+          text: `SELECT DISTINCT l.seq FROM inventory_log l JOIN unnest($2::text[], $3::bigint[]) AS n(b, f) ON l.bucket = n.b AND l.ts >= n.f WHERE l.tenant = $1`,
+          values: [tenant, await names(step.buckets.map(([b]) => b)), step.buckets.map(([, f]) => f)],
+          rowMode: 'array',
+        });
+        for (const [seq] of rows) seqs.add(seq);
+      }
+      if (step.uploads.length > 0) {
+        const pairs = step.uploads.map(([u, at]) => [...splitKey(u), at] as const);
+        const keys = await c.query<[number, string, string, string]>({
+          text: `SELECT i.bucket, i.upload_id, i.object_key, k.t FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, u, t) ON i.bucket = k.b AND i.upload_id = k.u
+            WHERE i.tenant = $1 AND i.kind = 3 AND i.started <= k.t`,
+          values: [tenant, pairs.map(([b]) => Number(b)), pairs.map(([, u]) => u), pairs.map(([, , t]) => t)],
+          rowMode: 'array',
+        });
+        for (const [bucket, uploadId, key, at] of keys.rows) closure.uploadKey(`${bucket}\u0000${uploadId}`, key, Number(at));
+      }
+      const wanted = [...seqs].filter((seq) => !closure.events.has(Number(seq)));
+      if (wanted.length > 0) {
+        for (const [seq, e] of await this.#read(c, tenant, `${EVENTS_SQL} AND seq = ANY($2::bigint[])`, [wanted])) closure.add(seq, e, false);
+      }
+    }
+  }
+
+  /** As SQLite's (sqlite/inventory.ts #recompute): what the closure gathered, each node replayed from its time. */
+  async #recompute(c: PoolClient, tenant: number, closure: Closure): Promise<void> {
+    const q = async (text: string, values: unknown[]) => (await c.query<EntryRow>({ text, values, rowMode: 'array' })).rows;
+    const of = (kind: string) => {
+      const b: number[] = [];
+      const m: string[] = [];
+      const f: number[] = [];
+      for (const [n, from] of closure.from) {
+        if (n[0] !== kind) continue;
+        const [bucket, name] = splitKey(n.slice(1));
+        if (bucket.startsWith('?')) continue;
+        b.push(Number(bucket));
+        m.push(name);
+        f.push(from);
+      }
+      return [b, m, f] as const;
+    };
     const cols = ENTRY_COLUMNS.split(', ').map((col) => `i.${col}`).join(', ');
-    const relevant = 'AND (i.started >= $4 OR i.ended IS NULL OR i.ended >= $4)';
+    const relevant = 'AND (i.started >= k.f OR i.ended IS NULL OR i.ended >= k.f)';
     const found = new Map<string, EntryRow>();
     const add = (list: EntryRow[]) => {
       for (const row of list) found.set(String(row[0]), row);
     };
-    const [kb, kk] = pairs(sc.keys);
+    const [kb, kk, kf] = of('k');
     if (kb.length > 0) {
-      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, o) ON i.bucket = k.b AND i.object_key = k.o
-        WHERE i.tenant = $1 AND i.kind IN (0, 1) ${relevant}`, [tenant, kb, kk, from]));
+      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o
+        WHERE i.tenant = $1 AND i.kind IN (0, 1) ${relevant}`, [tenant, kb, kk, kf]));
     }
-    const [ub, uu] = pairs(sc.uploads);
+    const [ub, uu, uf] = of('u');
     if (ub.length > 0) {
-      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[]) AS k(b, u) ON i.bucket = k.b AND i.upload_id = k.u
-        WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.kind IN (2, 3) ${relevant}`, [tenant, ub, uu, from]));
+      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, u, f) ON i.bucket = k.b AND i.upload_id = k.u
+        WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.kind IN (2, 3) ${relevant}`, [tenant, ub, uu, uf]));
     }
-    if (sc.buckets.size > 0) {
-      add(await q(`SELECT ${cols} FROM inventory i WHERE i.tenant = $1 AND i.bucket = ANY($2::integer[]) AND $3::int IS NULL ${relevant}`, [tenant, [...sc.buckets].map(Number), null, from]));
+    if (closure.buckets.size > 0) {
+      const buckets = [...closure.buckets];
+      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::bigint[]) AS k(b, f) ON i.bucket = k.b WHERE i.tenant = $1 ${relevant}`, [
+        tenant,
+        buckets.map(([b]) => Number(b)),
+        buckets.map(([, f]) => f),
+      ]));
     }
-    const { removed, ended, made, deltas } = redo([...found.values()].map(entryOf), sc.events, from);
+    await this.#write(c, tenant, redo([...found.values()].map(entryOf), [...closure.events.values()], (entry) => closure.fromOf(entry)));
+  }
+
+  async #write(c: PoolClient, tenant: number, change: ReturnType<typeof redo>): Promise<void> {
+    const { removed, ended, made, deltas } = change;
     if (removed.length > 0) await c.query('DELETE FROM inventory WHERE id = ANY($1::bigint[])', [removed]);
     if (ended.length > 0) {
       await c.query('UPDATE inventory i SET ended = u.e, ended_by = u.b FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, e, b) WHERE i.id = u.id', [

@@ -4,8 +4,8 @@
  */
 
 import type { Migration } from '../types.js';
-import { usageMigrationSql } from './usage-sql.js';
-import { INVENTORY_MIGRATION_SQL } from './inventory-sql.js';
+import { USAGE_OUTBOX_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
+import { INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL } from './inventory-sql.js';
 
 export type { Migration };
 
@@ -146,5 +146,20 @@ END $$;
     version: 5,
     name: 'object inventory, its hourly deltas and outbox',
     sql: INVENTORY_MIGRATION_SQL,
+  },
+  {
+    version: 6,
+    name: 'usage rollups folded after commit, from an outbox',
+    sql: USAGE_OUTBOX_MIGRATION_SQL,
+  },
+  {
+    version: 7,
+    name: 'per-key inventory log',
+    sql: INVENTORY_LOG_MIGRATION_SQL,
+  },
+  {
+    version: 8,
+    name: 'narrow and UTC-day usage rollup shapes',
+    sql: usageShapesMigrationSql(),
   },
 ];

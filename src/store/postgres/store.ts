@@ -34,10 +34,12 @@ import {
   type UsageStore,
 } from '../types.js';
 import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
-import { USAGE_AFTER_COPY_SQL } from './usage-sql.js';
-import { PostgresUsageStore } from './usage.js';
+import { USAGE_AFTER_COPY_CTES } from './usage-sql.js';
+import { PostgresUsageReads } from './usage.js';
+import { PostgresUsageFold } from './usage-fold.js';
 import { PostgresInventory } from './inventory.js';
-import { OUTBOX_AFTER_COPY_SQL } from './inventory-sql.js';
+import { inventoryOutboxAfterCopyCte } from './inventory-sql.js';
+import { INVENTORY_ACTIONS } from '../../inventory/timeline.js';
 import { LOCK_CLASS } from './migrate.js';
 
 const LOCK_FIRST_KEY = 3;
@@ -153,6 +155,28 @@ function safeSeq(seq: string): number {
   const n = Number(seq);
   if (n > Number.MAX_SAFE_INTEGER - SEQ_BLOCK) throw new Error(`event_seq ${seq} is beyond 2^53`);
   return n;
+}
+
+/** After COPY, in its transaction: receipts, the usage outbox rows and the inventory outbox row, in one round trip. */
+const AFTER_COPY_SQL = `WITH ${USAGE_AFTER_COPY_CTES},
+${inventoryOutboxAfterCopyCte(6, 9)}
+SELECT 1`;
+const INVENTORY = new Set<string>(INVENTORY_ACTIONS);
+
+/**
+ * The runs of consecutive numbers in ascending `seqs`, as [firsts, lasts]: the usage outbox rows of a
+ * COPY (its seqs come from blocks this transaction reserved, so every run holds only its events).
+ */
+function seqRanges(seqs: readonly number[]): [number[], number[]] {
+  const firsts: number[] = [];
+  const lasts: number[] = [];
+  for (let i = 0; i < seqs.length; i++) {
+    if (i === 0 || seqs[i] !== seqs[i - 1]! + 1) {
+      firsts.push(seqs[i]!);
+      lasts.push(seqs[i]!);
+    } else lasts[lasts.length - 1] = seqs[i]!;
+  }
+  return [firsts, lasts];
 }
 
 /**
@@ -309,13 +333,28 @@ export class PostgresStore implements Store {
     private readonly copyMinEvents: number,
     private readonly jobs: JobOwnership,
     private readonly onClose: () => Promise<void>,
-    /** false only in the bench: events are stored without updating usage rollups and receipts. */
+    /** false only in the bench: events are stored without usage receipts and outbox rows (so nothing is folded). */
     private readonly withUsage = true,
   ) {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
     this.quarantine = new PostgresQuarantineStore(pool);
-    this.usage = new PostgresUsageStore(pool, guarded);
+    const reads = new PostgresUsageReads(pool, guarded);
+    const fold = new PostgresUsageFold(pool, guarded);
+    // Every read folds what is pending first, so it sees every event committed before it.
+    this.usage = {
+      query: async (tenantId, query) => {
+        await fold.catchUp();
+        return reads.query(tenantId, query);
+      },
+      reconcile: async (tenantId, fromDay, toDay) => {
+        await fold.catchUp();
+        return reads.reconcile(tenantId, fromDay, toDay);
+      },
+      rebuild: (tenantId, fromHour, toHour) => fold.rebuild(tenantId, fromHour, toHour),
+      catchUp: () => fold.catchUp(),
+      lag: () => fold.lag(),
+    };
     this.inventory = new PostgresInventory(pool, guarded);
     this.storageFeed = this.inventory;
   }
@@ -393,7 +432,7 @@ export class PostgresStore implements Store {
     if (receipts !== undefined && !byCopy) params.push(...receipts);
     for (let attempt = 1; ; attempt++) {
       try {
-        if (byCopy) await this.commitByCopy(params, encoder, ids, seqs, receipts);
+        if (byCopy) await this.commitByCopy(tenant!, unit.events, params, encoder, ids, seqs, receipts);
         else await this.commitByStatement(params, encoder, seqs);
         return;
       } catch (err) {
@@ -410,19 +449,32 @@ export class PostgresStore implements Store {
     for (const { row, seq } of rows) seqs[encoder.ords[row]!] = safeSeq(seq);
   }
 
-  private async commitByCopy(params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[], receipts: unknown[] | undefined): Promise<void> {
+  private async commitByCopy(tenant: number, events: CommitUnit['events'], params: unknown[], encoder: UnitEncoder, ids: number[], seqs: (number | undefined)[], receipts: unknown[] | undefined): Promise<void> {
     await transaction(this.pool, async (client) => {
       await reserveAndCopy(client, params, encoder, ids, seqs);
       if (receipts === undefined) return;
-      const tenants: number[] = [];
       const copied: number[] = [];
+      // Stored per receipt row (tenant and arrival day), counted here from the events copied.
+      const stored = new Map<string, number>();
+      // The inventory outbox row: the copied inventory events' earliest timestamp and seq range.
+      let fromTs: number | null = null;
+      let firstSeq: number | null = null;
+      let lastSeq: number | null = null;
       seqs.forEach((seq, ord) => {
         if (seq === undefined) return;
-        tenants.push(encoder.tenantOf(ord));
+        const { receivedAt, event } = events[ord]!;
         copied.push(seq);
+        const key = `${tenant}/${Math.floor(receivedAt / 86400)}`;
+        stored.set(key, (stored.get(key) ?? 0) + 1);
+        if (INVENTORY.has(event.action)) {
+          fromTs = fromTs === null ? event.timestamp : Math.min(fromTs, event.timestamp);
+          firstSeq = firstSeq === null ? seq : Math.min(firstSeq, seq);
+          lastSeq = lastSeq === null ? seq : Math.max(lastSeq, seq);
+        }
       });
-      await client.query({ name: 'bm_usage_after_copy', text: USAGE_AFTER_COPY_SQL, values: [tenants, copied, ...receipts] });
-      if (copied.length > 0) await client.query({ name: 'bm_inventory_after_copy', text: OUTBOX_AFTER_COPY_SQL, values: [tenants[0], copied] });
+      const [rTenants, rDays] = receipts as [number[], number[]];
+      const storedPerRow = rTenants.map((t, i) => stored.get(`${t}/${rDays[i]}`) ?? 0);
+      await client.query({ name: 'bm_after_copy', text: AFTER_COPY_SQL, values: [...receipts, storedPerRow, tenant, ...seqRanges(copied), fromTs, firstSeq, lastSeq] });
     });
   }
 

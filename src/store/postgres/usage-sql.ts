@@ -1,13 +1,13 @@
 /**
- * PostgreSQL's usage SQL. Rollups and receipts are upserted in the statement or transaction that
- * stores the events they count. Many processes upsert the same rows at once, so:
- * - each table's rows are upserted in key order (ORDER BY), so two units never wait on each other
- *   in opposite orders within a table (a deadlock across tables is retried with the unit);
- * - rows carry a `shard` (the backend's pid modulo SHARDS): concurrent transactions on different
- *   connections mostly update different rows, instead of queueing on one hot row (a tenant's
- *   current hour) until each other's COMMIT. Queries sum over shards.
+ * PostgreSQL's usage SQL. Receipts are upserted in the statement or transaction that stores the
+ * events they count; many processes upsert the same receipt rows at once, so rows carry a `shard`
+ * (the backend's pid modulo SHARDS): concurrent transactions on different connections mostly update
+ * different rows instead of queueing on one hot row until each other's COMMIT, and reads sum over
+ * shards. The rollups are folded after commit (usage-fold.ts) from usage_outbox, one row per range of
+ * seqs a transaction stored: a range lies within one sequence block, and a block is reserved by one
+ * transaction only, so a row names exactly events that committed with it.
  */
-import { MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import { FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 const SHARDS = 16;
@@ -40,10 +40,14 @@ function createShapeSql(shape: Shape): string {
 ) WITH (fillfactor = 80);`;
 }
 
-/** Adds the measures of `source`'s rows (events-shaped) matching `where` to the shape's rows. */
-export function rollupSql(shape: Shape, source: string, where = 'true', shard = SHARD): string {
+/**
+ * Adds the measures of `source`'s rows (events-shaped) matching `where` to the shape's rows, in shard 0:
+ * rollups are written by one transaction at a time (the fold lock), so they need no sharding; rows
+ * written in other shards before migration 6 are summed with it by every read.
+ */
+export function rollupSql(shape: Shape, source: string, where = 'true'): string {
   const keys = [...keyColumns(shape), 'shard'];
-  const exprs = [...keySql(shape, EVENT_COLUMNS), shard];
+  const exprs = [...keySql(shape, EVENT_COLUMNS), '0::smallint'];
   const positions = exprs.map((_, i) => i + 1).join(', ');
   return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
   SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM ${source} WHERE ${where}
@@ -51,42 +55,83 @@ export function rollupSql(shape: Shape, source: string, where = 'true', shard = 
   ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
 }
 
-/**
- * CTEs adding `source`'s events to every shape, and the unit's receipts: parameters $p..$p+3 are
- * (tenant, day, received, rejected) arrays per tenant and arrival day; stored is counted from
- * `source`, duplicates are the rest.
- */
-export function usageCtes(source: string, p: number): string {
-  return [
-    ...SHAPES.map((shape) => `usage_${shape.name} AS (${rollupSql(shape, source)})`),
-    `receipts AS (
+/** The CTE adding receipts: `rows` gives (tenant, day, received, stored, rejected); duplicates are the rest. */
+function receiptsUpsert(rows: string): string {
+  return `receipts AS (
   INSERT INTO usage_receipts (tenant, day, shard, received, stored, duplicates, rejected)
-  SELECT r.tenant, r.day, ${SHARD}, r.received, coalesce(k.n, 0), r.received - r.rejected - coalesce(k.n, 0), r.rejected
-  FROM unnest($${p}::integer[], $${p + 1}::integer[], $${p + 2}::bigint[], $${p + 3}::bigint[]) AS r(tenant, day, received, rejected)
-  LEFT JOIN (SELECT tenant_id, received_at / 86400 AS day, count(*) AS n FROM ${source} GROUP BY 1, 2) k ON k.tenant_id = r.tenant AND k.day = r.day
+  SELECT r.tenant, r.day, ${SHARD}, r.received, r.stored, r.received - r.rejected - r.stored, r.rejected FROM (${rows}) r
+  -- In key order: two units never wait on each other's rows in opposite orders.
   ORDER BY 1, 2
   ON CONFLICT (tenant, day, shard) DO UPDATE SET received = usage_receipts.received + excluded.received,
     stored = usage_receipts.stored + excluded.stored, duplicates = usage_receipts.duplicates + excluded.duplicates,
     rejected = usage_receipts.rejected + excluded.rejected
-)`,
-  ].join(',\n');
+)`;
 }
 
 /**
- * After COPY, in its transaction: the events just copied, found by their (tenant_id, seq) pairs
- * ($1, $2), read back while their pages are still in cache. Receipts $3-$6 as usageCtes says.
+ * The statement path's receipts: parameters $p..$p+3 are (tenant, day, received, rejected) arrays per
+ * tenant and arrival day; stored is counted from `source` (events-shaped rows).
  */
-export const USAGE_AFTER_COPY_SQL = `WITH copied AS MATERIALIZED (
-  SELECT e.* FROM unnest($1::integer[], $2::bigint[]) AS c(tenant_id, seq) JOIN events e ON e.tenant_id = c.tenant_id AND e.seq = c.seq
+export function receiptsCte(source: string, p: number): string {
+  return receiptsUpsert(`SELECT a.tenant, a.day, a.received, coalesce(k.n, 0) AS stored, a.rejected
+    FROM unnest($${p}::integer[], $${p + 1}::integer[], $${p + 2}::bigint[], $${p + 3}::bigint[]) AS a(tenant, day, received, rejected)
+    LEFT JOIN (SELECT tenant_id, received_at / 86400 AS day, count(*) AS n FROM ${source} GROUP BY 1, 2) k ON k.tenant_id = a.tenant AND k.day = a.day`);
+}
+
+const NOW = 'extract(epoch FROM now())::bigint';
+
+/**
+ * After COPY, in its transaction, as CTEs: the receipts, $1-$4 as receiptsCte's and $5 stored per row
+ * (the caller knows which events it copied); and the outbox rows of the copied seq ranges ($6 tenant,
+ * $7 first and $8 last seqs).
+ */
+export const USAGE_AFTER_COPY_CTES = `${receiptsUpsert('SELECT * FROM unnest($1::integer[], $2::integer[], $3::bigint[], $5::bigint[], $4::bigint[]) AS a(tenant, day, received, stored, rejected)')},
+outbox AS (INSERT INTO usage_outbox (tenant, first_seq, last_seq, at) SELECT $6, f, l, ${NOW} FROM unnest($7::bigint[], $8::bigint[]) AS r(f, l))`;
+
+/** The statement path's outbox rows: one per tenant and sequence block of `rows` (kept events, numbered n per tenant). */
+export function usageOutboxCte(rows: string, block: number): string {
+  return `usage_outbox_rows AS (INSERT INTO usage_outbox (tenant, first_seq, last_seq, at)
+  SELECT tenant_id, min(seq), max(seq), ${NOW} FROM ${rows} GROUP BY tenant_id, (n - 1) / ${block})`;
+}
+
+/**
+ * One fold: the outbox rows with id <= $1, in id order, while the events of the rows before each stay
+ * under $2; their events added to every shape (shard 0: only the holder of the fold lock writes
+ * rollups) and the rows deleted, in one statement. Returns how many rows it took.
+ */
+export const FOLD_SQL = `WITH batch AS MATERIALIZED (
+  SELECT id, tenant, first_seq, last_seq FROM (
+    SELECT *, sum(last_seq - first_seq + 1) OVER (ORDER BY id) - (last_seq - first_seq + 1) AS before FROM usage_outbox WHERE id <= $1
+  ) o WHERE before < $2
 ),
-${usageCtes('copied', 3)}
-SELECT 1`;
+pending AS MATERIALIZED (
+  SELECT e.* FROM batch b JOIN events e ON e.tenant_id = b.tenant AND e.seq BETWEEN b.first_seq AND b.last_seq
+),
+${SHAPES.map((shape) => `usage_${shape.name} AS (${rollupSql(shape, 'pending')})`).join(',\n')},
+done AS (DELETE FROM usage_outbox WHERE id IN (SELECT id FROM batch))
+SELECT count(*)::integer AS n FROM batch`;
+
+/** The measures per UTC day of a tenant's events stored but not folded yet ($1 tenant, days [$2, $3)). */
+export const UNFOLDED_SQL = `SELECT e.ts / 86400, ${measureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ')}
+FROM usage_outbox o JOIN events e ON e.tenant_id = o.tenant AND e.seq BETWEEN o.first_seq AND o.last_seq
+WHERE o.tenant = $1 AND e.ts >= $2::bigint * 86400 AND e.ts < $3::bigint * 86400 GROUP BY 1`;
+
+/** Migration 6: the usage outbox. The rollups of an existing database are up to date, so it starts empty. */
+export const USAGE_OUTBOX_MIGRATION_SQL = `
+CREATE TABLE usage_outbox (
+  id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+  tenant integer NOT NULL,
+  first_seq bigint NOT NULL,
+  last_seq bigint NOT NULL,
+  at bigint NOT NULL
+);
+`;
 
 /** Migration 4: key scopes, rollups and receipts, filled from what is already stored. */
 export function usageMigrationSql(): string {
   return `
 ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'all';
-${SHAPES.map(createShapeSql).join('\n')}
+${FIRST_SHAPES.map(createShapeSql).join('\n')}
 CREATE TABLE usage_receipts (
   tenant integer NOT NULL,
   day integer NOT NULL,
@@ -97,7 +142,7 @@ CREATE TABLE usage_receipts (
   rejected bigint NOT NULL,
   PRIMARY KEY (tenant, day, shard)
 ) WITH (fillfactor = 80);
-${SHAPES.map((shape) => rollupSql(shape, 'events', 'true', '0::smallint') + ';').join('\n')}
+${FIRST_SHAPES.map((shape) => rollupSql(shape, 'events') + ';').join('\n')}
 -- Receipts before this version: what is stored and quarantined (duplicates were not counted then).
 INSERT INTO usage_receipts (tenant, day, shard, received, stored, duplicates, rejected)
 SELECT tenant, day, 0, sum(s) + sum(r), sum(s), 0, sum(r) FROM (
@@ -106,4 +151,10 @@ SELECT tenant, day, 0, sum(s) + sum(r), sum(s), 0, sum(r) FROM (
   SELECT tenant_id, received_at / 86400, 0, count(*) FROM quarantine GROUP BY 1, 2
 ) x GROUP BY tenant, day;
 `;
+}
+
+/** Migration 8: the shapes added after migration 4, created and filled from the events stored. */
+export function usageShapesMigrationSql(): string {
+  const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
+  return added.map((shape) => `${createShapeSql(shape)}\n${rollupSql(shape, 'events')};`).join('\n');
 }

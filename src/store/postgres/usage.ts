@@ -1,64 +1,86 @@
-/** Usage on PostgreSQL: routed rollup queries, reconcile figures, and rebuilds from the events. */
-import { DatabaseError } from 'pg';
-import type { Pool } from 'pg';
-import { actionByCode, isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
+/** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
+import type { Pool, PoolClient } from 'pg';
+import { isActionName, KINDS } from '../../events/catalogue.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import type { UsageDayCheck, UsageStore, UsageStoreQuery, UsageStoreRow } from '../types.js';
+import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import { DayChecks } from '../usage-days.js';
 import { fromPgText, toPgText } from './encode.js';
-import { EVENT_COLUMNS, rollupSql } from './usage-sql.js';
+import { EVENT_COLUMNS, UNFOLDED_SQL } from './usage-sql.js';
 
 type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
 const SUMS = MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
-const TABLES = SHAPES.map((shape) => shape.table).join(', ');
 
-export class PostgresUsageStore implements UsageStore {
+export class PostgresUsageReads {
   constructor(
     private readonly pool: Pool,
     private readonly guarded: Guard,
   ) {}
 
-  async query(tenantId: number, q: UsageStoreQuery): Promise<UsageStoreRow[]> {
+  async query(tenantId: number, q: UsageStoreQuery): Promise<UsageColumns> {
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
-      if (ids.length === 0) return [];
+      if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
-    const groups = q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('');
-    // One range scan of the (tenant, hour) key; width_bucket finds each row's window by binary search.
-    // (Joining a list of windows made the planner rescan the tenant's rows once per window: 18 s for
-    // the 744 hourly windows cost reads at 200k rows, against 0.3 s.)
-    const sql = `SELECT width_bucket(u.hour, $2::integer[]) - 1 AS i${groups}, ${SUMS}
-      FROM ${q.shape.table} u
-      WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${where.map((w) => ` AND ${w}`).join('')}
-      GROUP BY 1${groups}`;
-    const { rows } = await this.guarded(() =>
-      this.pool.query<unknown[]>({ text: sql, values: [tenantId, q.bounds, q.bounds[0], q.bounds[q.bounds.length - 1]], rowMode: 'array' }),
-    );
-    const n = q.groupBy.length;
-    const ids = new Set<number>();
-    q.groupBy.forEach((d, g) => {
-      if (d !== 'action') for (const row of rows) if (row[1 + g] !== 0) ids.add(row[1 + g] as number);
+    const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');
+    const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
+    const values: unknown[] = [tenantId];
+    // Each span is one range scan of the (tenant, hour or day) key (LATERAL: joining a list of
+    // windows plainly made the planner rescan the tenant's rows once per window: 18 s for the 744
+    // hourly windows of a cost read at 200k rows). A term's rows are signed (an edge hour may be
+    // taken away), then summed.
+    const terms = q.terms.map((term) => {
+      const p = values.length + 1;
+      values.push(...['window', 'from', 'to', 'sign'].map((f) => term.spans.map((s) => s[f as keyof typeof s])));
+      return `SELECT w.i${groups}, ${MEASURE_COLUMNS.map((c) => `w.k * x.${c}`).join(', ')}
+  FROM unnest($${p}::integer[], $${p + 1}::integer[], $${p + 2}::integer[], $${p + 3}::integer[]) AS w(i, s, e, k)
+  CROSS JOIN LATERAL (SELECT u.* FROM ${term.shape.table} u WHERE u.tenant = $1 AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e${where.map((c) => ` AND ${c}`).join('')}) x`;
     });
-    const values = await this.#values([...ids]);
-    return rows.map((row) => ({
-      window: Number(row[0]),
-      values: q.groupBy.map((d, g) => {
-        const id = row[1 + g] as number;
-        if (d === 'action') return actionByCode(id) ?? null;
-        return id === 0 ? null : values.get(id)!;
-      }),
-      measures: (row.slice(1 + n) as string[]).map(BigInt),
-    }));
+    const sql = `SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})::text`).join(', ')}
+      FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
+      GROUP BY i${keys}`;
+    const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text: sql, values, rowMode: 'array' }));
+    const n = q.groupBy.length;
+    const rows = idColumns(q.groupBy, raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const row = raw[i]!;
+      rows.window[i] = row[0] as number;
+      for (let g = 0; g < n; g++) rows.ids[g]![i] = row[1 + g] as number;
+      for (let m = 0; m < MEASURE_COLUMNS.length; m++) {
+        const value = BigInt(row[1 + n + m] as string);
+        // Never wrapped silently: a sum past 64 bits is an error, not a wrong count.
+        if (BigInt.asIntN(64, value) !== value) throw new RangeError(`usage sum ${value} does not fit 64 bits`);
+        rows.measures[m]![i] = value;
+      }
+    }
+    return labelled(q.groupBy, rows, await this.#values(dictionaryIds(q.groupBy, rows)));
   }
 
-  async reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]> {
+  /** In one REPEATABLE READ transaction: receipts, events, rollups and the unfolded events from the same snapshot. */
+  reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]> {
+    return this.guarded(async () => {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const days = await this.#reconcile(client, tenantId, fromDay, toDay);
+        await client.query('COMMIT');
+        client.release();
+        return days;
+      } catch (err) {
+        client.release(true);
+        throw err;
+      }
+    });
+  }
+
+  async #reconcile(client: PoolClient, tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]> {
     const days = new DayChecks();
     const range = [tenantId, fromDay, toDay];
-    const all = (text: string) => this.guarded(() => this.pool.query<string[]>({ text, values: range, rowMode: 'array' })).then((r) => r.rows);
+    const all = (text: string) => client.query<string[]>({ text, values: range, rowMode: 'array' }).then((r) => r.rows);
     for (const [day, ...r] of await all(`SELECT day, sum(received)::text, sum(stored)::text, sum(duplicates)::text, sum(rejected)::text
       FROM usage_receipts WHERE tenant = $1 AND day >= $2 AND day < $3 GROUP BY 1`)) {
       const [received, stored, duplicates, rejected] = r.map(BigInt);
@@ -74,40 +96,15 @@ export class PostgresUsageStore implements UsageStore {
       days.at(day!).storedByArrival = BigInt(n!);
     }
     for (const shape of SHAPES) {
-      for (const [day, ...m] of await all(`SELECT u.hour / 24, ${SUMS} FROM ${shape.table} u
-        WHERE u.tenant = $1 AND u.hour >= $2 * 24 AND u.hour < $3 * 24 GROUP BY 1`)) {
+      const perDay = 24 / GRAIN_HOURS[shape.grain];
+      const t = shape.grain;
+      for (const [day, ...m] of await all(`SELECT u.${t} / ${perDay}, ${SUMS} FROM ${shape.table} u
+        WHERE u.tenant = $1 AND u.${t} >= $2 * ${perDay} AND u.${t} < $3 * ${perDay} GROUP BY 1`)) {
         days.at(day!).rollups[shape.name] = m.map(BigInt);
       }
     }
+    for (const [day, ...m] of await all(UNFOLDED_SQL)) days.unfolded(day!, m.map(BigInt));
     return days.list();
-  }
-
-  /**
-   * SHARE ROW EXCLUSIVE on the rollup tables waits for the commits that hold them and holds off new
-   * ones until this transaction ends: a commit either finished before the refill reads the events
-   * (and is counted by it) or adds its events after it. Commits wait meanwhile; none is lost.
-   */
-  async rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      const client = await this.guarded(() => this.pool.connect());
-      try {
-        await client.query('BEGIN');
-        await client.query(`LOCK TABLE ${TABLES} IN SHARE ROW EXCLUSIVE MODE`);
-        for (const shape of SHAPES) {
-          await client.query(`DELETE FROM ${shape.table} WHERE ($1::integer IS NULL OR tenant = $1) AND hour >= $2 AND hour < $3`, [tenantId, fromHour, toHour]);
-          await client.query(rollupSql(shape, 'events', '($1::integer IS NULL OR tenant_id = $1) AND ts >= $2::bigint * 3600 AND ts < $3::bigint * 3600', '0::smallint'), [tenantId, fromHour, toHour]);
-        }
-        await client.query('COMMIT');
-        client.release();
-        return;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        client.release();
-        // A commit that took one rollup table before this LOCK and waits for another: retried.
-        if (attempt < 3 && err instanceof DatabaseError && err.code === '40P01') continue;
-        throw err;
-      }
-    }
   }
 
   async #filterIds(dimension: Dimension, values: string[]): Promise<number[]> {

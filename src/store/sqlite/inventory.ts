@@ -1,13 +1,14 @@
 /**
  * SQLite's object inventory. The writer adds one outbox row per tenant to each event transaction (the
- * earliest timestamp it stored); catchUp, on the writer thread between commits, replays each pending
- * tenant's events from that timestamp over the entries alive before it (inventory/timeline.ts) and
- * moves the per-hour deltas by what changed. Reads (InventoryReader) run on reader threads.
+ * range of its events' seqs); catchUp, on the writer thread between commits, logs the pending events
+ * in the per-key inventory log, gathers through it what they can change and from when (timeline.ts
+ * Closure), replays that over the entries alive before it and moves the per-hour deltas by what
+ * changed. Reads (InventoryReader) run on reader threads.
  */
 import type { Statement } from 'better-sqlite3';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
-import { deltaKey, keylessCompletions, redo, scope, splitKey } from '../../inventory/timeline.js';
+import { Closure, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -74,6 +75,30 @@ INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at) SELECT t
 export const OUTBOX_FROM_SEQS = `INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
 SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM events WHERE seq > ? AND seq <= ? AND action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant`;
 
+/**
+ * Migration 7: the per-key inventory log, which a catch-up reads to find the events its new ones are
+ * connected to (timeline.ts Closure) instead of every event since their earliest timestamp. One row
+ * per node an event touches (touches(): 0 a key, 1 an upload, 2 the bucket's forced deletes; name ''),
+ * written by the catch-up that applies the event, so the commit path writes nothing more. The bucket
+ * is by name: a copy source's bucket may have no dictionary id yet. An outbox row per tenant over all
+ * its events makes the next catch-up log every stored event (and replay the inventory from its start).
+ */
+export const INVENTORY_LOG_MIGRATION_SQL = `
+CREATE TABLE inventory_log (
+  tenant INTEGER NOT NULL,
+  bucket TEXT NOT NULL,
+  node INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (tenant, bucket, node, name, ts, seq)
+) STRICT, WITHOUT ROWID;
+INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
+SELECT t.tenant, t.f, t.a, t.b, unixepoch() FROM (SELECT tenant AS tenant, min(timestamp) AS f, min(seq) AS a, max(seq) AS b FROM events WHERE action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant) AS t
+-- Not again for a tenant whose pending row (migration 5's, not yet applied) covers them already.
+WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND o.first_seq <= t.a AND o.last_seq >= t.b AND o.from_ts <= t.f);
+`;
+
 const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
 type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
 
@@ -99,7 +124,10 @@ function entryOf(r: EntryRow): Entry {
 const EVENTS_SQL = `SELECT e.seq, e.tseq, e.timestamp, e.action, e.provider, coalesce(e.customer, 0), coalesce(e.feature, 0), coalesce(e.client_type, 0),
   coalesce(e.client_id, 0), e.bucket, k.value, e.version_id, e.upload_id, e.bytes, e.part_number, e.event_id, e.rest
 FROM events e LEFT JOIN object_keys k ON k.id = e.object_key
-WHERE e.tenant = ? AND e.timestamp >= ? AND e.action IN (${INVENTORY_ACTION_CODES.join(', ')}) AND e.bucket IS NOT NULL`;
+WHERE e.tenant = ? AND e.action IN (${INVENTORY_ACTION_CODES.join(', ')}) AND e.bucket IS NOT NULL`;
+
+/** The log's node code of a touches() node. */
+const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
 
 type EventRow = [number, number | null, number, number, number, number, number, number, number, number | null, string | null, string | null, string | null, number | null, number | null, string | null, string | null];
 
@@ -112,15 +140,23 @@ export class InventoryWriter {
     // Entries a replay from ?2 loads (alive just before it) or redoes (started or ended at or after it).
     const relevant = 'AND (started >= @from OR ended IS NULL OR ended >= @from)';
     this.#s = {
-      pending: db.prepare('SELECT tenant, from_ts, first_seq, last_seq, id FROM inventory_outbox').raw(true),
+      pending: db.prepare('SELECT tenant, first_seq, last_seq, id FROM inventory_outbox').raw(true),
       any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
-      events: db.prepare(EVENTS_SQL).raw(true),
+      events: db.prepare(`${EVENTS_SQL} AND e.timestamp >= ?`).raw(true),
+      eventsIn: db.prepare(`${EVENTS_SQL} AND e.seq >= ? AND e.seq <= ?`).raw(true),
+      event: db.prepare(`${EVENTS_SQL} AND e.seq = ?`).raw(true),
       dictId: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
+      dictValue: db.prepare('SELECT value FROM dict WHERE id = ?').pluck(),
+      log: db.prepare('INSERT OR IGNORE INTO inventory_log (tenant, bucket, node, name, ts, seq) VALUES (?, ?, ?, ?, ?, ?)'),
+      logNode: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND node = ? AND name = ? AND ts >= ?').pluck(),
+      logBucket: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND ts >= ?').pluck(),
+      clearLog: db.prepare('DELETE FROM inventory_log WHERE tenant = ?'),
       atKey: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND object_key = @name AND kind IN (0, 1) ${relevant}`).raw(true),
       atUpload: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND upload_id = @name AND kind IN (2, 3) ${relevant}`).raw(true),
       atBucket: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket ${relevant}`).raw(true),
-      uploadKey: db.prepare('SELECT object_key FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND kind = 3 AND started < ? AND (ended IS NULL OR ended >= ?)').pluck(),
+      uploadsAt: db.prepare('SELECT upload_id FROM inventory WHERE tenant = ? AND bucket = ? AND object_key = ? AND kind = 3 AND started < ? AND (ended IS NULL OR ended >= ?)').pluck(),
+      uploadKeys: db.prepare('SELECT object_key FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND kind = 3 AND started <= ?').pluck(),
       remove: db.prepare('DELETE FROM inventory WHERE id = ?'),
       end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
       insert: db.prepare(`INSERT INTO inventory (tenant, ${ENTRY_COLUMNS.slice(4)}) VALUES (${ENTRY_COLUMNS.split(',').map(() => '?').join(', ')})`),
@@ -143,16 +179,22 @@ export class InventoryWriter {
 
   /** Applies every pending outbox row. The caller runs it in a transaction. */
   catchUp(): void {
-    const byTenant = new Map<number, { from: number; seqs: [number, number][]; maxId: number }>();
-    for (const [tenant, from, first, last, id] of this.#s.pending.all() as number[][]) {
-      const t = byTenant.get(tenant!) ?? { from: from!, seqs: [], maxId: id! };
-      t.from = Math.min(t.from, from!);
+    const byTenant = new Map<number, { seqs: [number, number][]; maxId: number }>();
+    for (const [tenant, first, last, id] of this.#s.pending.all() as number[][]) {
+      const t = byTenant.get(tenant!) ?? { seqs: [], maxId: id! };
       t.seqs.push([first!, last!]);
       t.maxId = Math.max(t.maxId, id!);
       byTenant.set(tenant!, t);
     }
     for (const [tenant, t] of byTenant) {
-      this.#recompute(tenant, t.from, (seq) => t.seqs.some(([first, last]) => seq >= first && seq <= last));
+      const names = this.#names();
+      const fresh = new Map<number, TimelineEvent>();
+      for (const [first, last] of t.seqs) for (const [seq, e] of this.#read(this.#s.eventsIn, tenant, first, last)) fresh.set(seq, e);
+      this.#log(tenant, fresh, names);
+      const c = new Closure();
+      for (const [seq, e] of fresh) c.add(seq, e, true);
+      this.#close(tenant, c, names);
+      this.#recompute(tenant, c);
       this.#s.done.run(tenant, t.maxId);
     }
   }
@@ -164,7 +206,10 @@ export class InventoryWriter {
       this.#s.clear.run(tenant);
       this.#s.clearHours.run(tenant);
       this.#s.clearOutbox.run(tenant);
-      this.#recompute(tenant, Number.MIN_SAFE_INTEGER, () => true);
+      this.#s.clearLog.run(tenant);
+      const all = this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER);
+      this.#log(tenant, all, this.#names());
+      this.#write(tenant, redo([], [...all.values()], () => Number.MIN_SAFE_INTEGER));
     }
   }
 
@@ -178,13 +223,13 @@ export class InventoryWriter {
         const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
         hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
       }
-      out.push(...compareInventory(tenant, this.#events(tenant, Number.MIN_SAFE_INTEGER).events, stored, hours));
+      out.push(...compareInventory(tenant, [...this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER).values()], stored, hours));
     }
     return out;
   }
 
-  /** The tenant's inventory events at or after `from`, each with its seq. */
-  #events(tenant: number, from: number): { events: TimelineEvent[]; seqs: Map<TimelineEvent, number> } {
+  /** The tenant's inventory events a statement selects (`args` after the tenant), by seq. */
+  #read(statement: Statement, tenant: number, ...args: number[]): Map<number, TimelineEvent> {
     const buckets = new Map<string, string>();
     const bucketId = (name: string) => {
       let id = buckets.get(name);
@@ -196,8 +241,8 @@ export class InventoryWriter {
       }
       return id;
     };
-    const seqs = new Map<TimelineEvent, number>();
-    const events = (this.#s.events.all(tenant, from) as EventRow[]).map((r) => {
+    const out = new Map<number, TimelineEvent>();
+    for (const r of statement.all(tenant, ...args) as EventRow[]) {
       const e: TimelineEvent = {
         ts: r[2],
         action: actionOf(r[3]),
@@ -212,41 +257,77 @@ export class InventoryWriter {
       if (r[13] !== null) e.bytes = r[13];
       if (r[14] !== null) e.partNumber = r[14];
       if (e.copySource !== undefined) e.copySource = { ...e.copySource, bucket: bucketId(e.copySource.bucket) };
-      seqs.set(e, r[0]);
-      return e;
-    });
-    return { events, seqs };
+      out.set(r[0], e);
+    }
+    return out;
+  }
+
+  /** A node's bucket by name, as the log keeps it (an event's bucket is a dictionary id, an unknown copy source's `?name`). */
+  #names(): (bucket: string) => string {
+    const names = new Map<string, string>();
+    return (bucket) => {
+      let name = names.get(bucket);
+      if (name === undefined) {
+        name = bucket.startsWith('?') ? bucket.slice(1) : (this.#s.dictValue.get(Number(bucket)) as string);
+        names.set(bucket, name);
+      }
+      return name;
+    };
+  }
+
+  #log(tenant: number, events: Map<number, TimelineEvent>, name: (bucket: string) => string): void {
+    for (const [seq, e] of events) {
+      for (const n of touches(e)) this.#s.log.run(tenant, name(nodeBucket(n)), NODE_CODE[n[0]!], n[0] === 'b' ? '' : splitKey(n.slice(1))[1], e.ts, seq);
+    }
+  }
+
+  /** Reads what the closure asks until it is closed. */
+  #close(tenant: number, c: Closure, name: (bucket: string) => string): void {
+    const s = this.#s;
+    for (let step = c.next(); step !== null; step = c.next()) {
+      const seqs = new Set<number>();
+      for (const [n, from] of step.nodes) {
+        for (const seq of s.logNode.all(tenant, name(nodeBucket(n)), NODE_CODE[n[0]!], n[0] === 'b' ? '' : splitKey(n.slice(1))[1], from) as number[]) seqs.add(seq);
+        const [bucket, objectKey] = splitKey(n.slice(1));
+        if (n[0] !== 'k' || bucket.startsWith('?')) continue;
+        for (const upload of s.uploadsAt.all(tenant, Number(bucket), objectKey, from, from) as string[]) c.uploadAt(`${bucket}\u0000${upload}`, from);
+      }
+      for (const [bucket, from] of step.buckets) for (const seq of s.logBucket.all(tenant, name(bucket), from) as number[]) seqs.add(seq);
+      for (const [upload, at] of step.uploads) {
+        const [bucket, uploadId] = splitKey(upload);
+        for (const key of s.uploadKeys.all(tenant, Number(bucket), uploadId, at) as string[]) c.uploadKey(upload, key, at);
+      }
+      for (const seq of seqs) {
+        if (c.events.has(seq)) continue;
+        for (const [, e] of this.#read(s.event, tenant, seq)) c.add(seq, e, false);
+      }
+    }
   }
 
   /**
-   * Replays, from `from`, the tenant's events connected to the new ones (scope()): their entries made
-   * at or after it go, those ended at or after it reopen, and the replay redoes both; the deltas move
-   * by the difference.
+   * Replays what the closure gathered: the entries of each node reached (and of each bucket a forced
+   * delete reached) made at or after its time go, those ended at or after it reopen, and the replay
+   * redoes both; the deltas move by the difference.
    */
-  #recompute(tenant: number, from: number, isNew: (seq: number) => boolean): void {
+  #recompute(tenant: number, c: Closure): void {
     const s = this.#s;
-    const { events, seqs } = this.#events(tenant, from);
-    const uploadKeys = new Map<string, string>();
-    for (const id of keylessCompletions(events)) {
-      const [bucket, uploadId] = splitKey(id);
-      const key = s.uploadKey.get(tenant, Number(bucket), uploadId, from, from) as string | undefined;
-      if (key !== undefined) uploadKeys.set(id, key);
-    }
-    const sc = scope(events, (e) => isNew(seqs.get(e)!), uploadKeys);
     const rows = new Map<number, EntryRow>();
     const add = (list: EntryRow[]) => {
       for (const row of list) rows.set(row[0], row);
     };
-    for (const key of sc.keys) {
-      const [bucket, name] = splitKey(key);
-      if (!bucket.startsWith('?')) add(s.atKey.all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
+    for (const [n, from] of c.from) {
+      if (n[0] === 'b') continue;
+      const [bucket, name] = splitKey(n.slice(1));
+      if (bucket.startsWith('?')) continue;
+      add((n[0] === 'k' ? s.atKey : s.atUpload).all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
     }
-    for (const key of sc.uploads) {
-      const [bucket, name] = splitKey(key);
-      add(s.atUpload.all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
-    }
-    for (const bucket of sc.buckets) add(s.atBucket.all({ tenant, bucket: Number(bucket), from }) as EntryRow[]);
-    const { removed, ended, made, deltas } = redo([...rows.values()].map(entryOf), sc.events, from);
+    for (const [bucket, from] of c.buckets) add(s.atBucket.all({ tenant, bucket: Number(bucket), from }) as EntryRow[]);
+    this.#write(tenant, redo([...rows.values()].map(entryOf), [...c.events.values()], (entry) => c.fromOf(entry)));
+  }
+
+  #write(tenant: number, change: ReturnType<typeof redo>): void {
+    const s = this.#s;
+    const { removed, ended, made, deltas } = change;
     for (const id of removed) s.remove.run(id);
     for (const entry of ended) s.end.run(entry.end, entry.endedBy, entry.id);
     for (const e of made) {

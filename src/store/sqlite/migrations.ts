@@ -4,8 +4,8 @@
  */
 
 import type { Migration } from '../types.js';
-import { usageMigrationSql } from './usage-sql.js';
-import { INVENTORY_MIGRATION_SQL } from './inventory.js';
+import { USAGE_CURSOR_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
+import { INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL } from './inventory.js';
 
 export type { Migration };
 
@@ -147,5 +147,20 @@ CREATE INDEX events_tenant_seq ON events (tenant);
     version: 5,
     name: 'object inventory, its hourly deltas and outbox',
     sql: INVENTORY_MIGRATION_SQL,
+  },
+  {
+    version: 6,
+    name: 'usage rollups folded after commit, from a cursor',
+    sql: USAGE_CURSOR_MIGRATION_SQL,
+  },
+  {
+    version: 7,
+    name: 'per-key inventory log',
+    sql: INVENTORY_LOG_MIGRATION_SQL,
+  },
+  {
+    version: 8,
+    name: 'narrow and UTC-day usage rollup shapes',
+    sql: usageShapesMigrationSql(),
   },
 ];

@@ -7,7 +7,7 @@ export interface WriterData {
   busyTimeoutMs: number;
   /** Most events the writer merges into one transaction from the commit requests waiting for it. */
   maxGroupEvents: number;
-  /** false only in the bench (default true): events are stored without updating usage rollups and receipts. */
+  /** false only in the bench (default true): events are stored without usage receipts, and nothing is folded into the rollups. */
   usage?: boolean;
 }
 
@@ -21,6 +21,8 @@ export type WriterCommand =
   | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
   /** The durability settings in effect on the writer's connection. */
   | { type: 'settings' }
+  /** Folds the next chunk of events past the usage cursor, up to seq upTo (the last stored when null); answers upTo while more remain, else null. */
+  | { type: 'foldUsage'; upTo: number | null }
   /** Inventory work between commits: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
   | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null }
   | { type: 'close' };

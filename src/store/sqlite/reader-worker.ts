@@ -13,6 +13,8 @@ import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { UsageReader } from './usage.js';
+import { columnBuffers } from '../usage-columns.js';
+import type { UsageColumns } from '../types.js';
 import { InventoryReader } from './inventory.js';
 import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
 
@@ -71,13 +73,16 @@ let table: Handlers | undefined;
 
 port.on('message', (request: ReadRequest) => {
   let response: ReadResponse;
+  let transfer: ArrayBuffer[] = [];
   try {
     table ??= handlers(open(data));
     const run = table[request.name] as (args: unknown, budget: ReadBudget) => unknown;
-    response = { id: request.id, ok: true, result: run(request.args, new ReadBudget(request.deadline, request.budgetMs)) };
+    const result = run(request.args, new ReadBudget(request.deadline, request.budgetMs));
+    if (request.name === 'usage.query') transfer = columnBuffers(result as UsageColumns);
+    response = { id: request.id, ok: true, result };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     response = { id: request.id, ok: false, error: { kind: kindOf(err), message, code: sqliteCode(err) } };
   }
-  port.postMessage(response);
+  port.postMessage(response, transfer);
 });

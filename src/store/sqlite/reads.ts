@@ -5,13 +5,13 @@
  */
 import type {
   EventPage, EventQuery, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey,
-  StorageStoreQuery, StorageWindowSums, UsageDayCheck, UsageStoreQuery, UsageStoreRow,
+  StorageStoreQuery, StorageWindowSums, UsageColumns, UsageDayCheck, UsageStoreQuery,
 } from '../types.js';
 
 export interface Reads {
   'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
-  /** One SQL statement each: the budget bounds the wait for a reader, not the statement. */
-  'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageStoreRow[] };
+  /** One SQL statement each: the budget bounds the wait for a reader, not the statement. Columns are transferred, not copied. */
+  'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageColumns };
   'usage.reconcile': { args: { tenantId: number; fromDay: number; toDay: number }; result: UsageDayCheck[] };
   'inventory.lag': { args: Record<string, never>; result: InventoryLag };
   'inventory.storage': { args: { tenantId: number; query: StorageStoreQuery }; result: StorageWindowSums[] };

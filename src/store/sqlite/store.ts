@@ -18,6 +18,7 @@ import { QuarantineReader } from './quarantine.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
+import { UNFOLDED } from './usage-sql.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -74,10 +75,32 @@ export class SqliteStore implements Store {
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
     };
-    // On reader threads: an answer over months of rollups must not hold the event loop.
+    // Folds on the writer thread, a chunk per request, so commits waiting meanwhile go in between.
+    // The first answer fixes the goal: the last seq stored when the catch-up began.
+    const foldUsage = async () => {
+      let upTo: number | null = null;
+      do upTo = (await this.#writer.request({ type: 'foldUsage', upTo })) as number | null;
+      while (upTo !== null);
+    };
+    const usageLag = db.prepare(`SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM counters WHERE name = 'usage_seq'),
+      coalesce(unixepoch() - (SELECT timestamp + received_after FROM events WHERE ${UNFOLDED} ORDER BY seq LIMIT 1), 0)`).raw(true);
+    // On reader threads: an answer over months of rollups must not hold the event loop. Each read
+    // folds what is pending first, so it sees every event committed before it.
     this.usage = {
-      query: (tenantId: number, query: UsageStoreQuery) => this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS),
-      reconcile: (tenantId: number, fromDay: number, toDay: number) => this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS),
+      query: async (tenantId: number, query: UsageStoreQuery) => {
+        await foldUsage();
+        return this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS);
+      },
+      reconcile: async (tenantId: number, fromDay: number, toDay: number) => {
+        await foldUsage();
+        return this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS);
+      },
+      catchUp: foldUsage,
+      lag: () =>
+        this.#run('usage lag', () => {
+          const [pendingEvents, oldestSeconds] = usageLag.get() as [number, number];
+          return { pendingEvents, oldestSeconds: Math.max(0, oldestSeconds) };
+        }),
       // On the writer thread, between commits: no commit can interleave with the delete and refill.
       rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
         await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });

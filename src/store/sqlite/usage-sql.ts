@@ -1,9 +1,11 @@
 /**
- * SQLite's usage SQL: the rollup tables, and the statements that fold events into them. The writer
- * folds each transaction's new events (a seq range) in the same transaction; a rebuild folds a time
- * range after deleting its rollup rows. Both use ROLLUP_FROM_EVENTS, so they cannot disagree.
+ * SQLite's usage SQL: the rollup tables, and the statements that fold events into them. The single
+ * writer hands out seqs in commit order, so the counter `usage_seq` (the last seq folded) is a feed
+ * that misses nothing: the writer folds the seqs after it in bounded chunks, advancing it in the same
+ * transaction; a rebuild folds a time range after deleting its rollup rows. Both use
+ * rollupFromEvents, so they cannot disagree.
  */
-import { DIMENSION_COLUMN, DIMENSIONS, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 export const EVENT_COLUMNS: EventColumns = {
@@ -34,6 +36,12 @@ GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}
 ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
 }
 
+/** Events stored but not folded yet: their seq is past the usage cursor. */
+export const UNFOLDED = "seq > (SELECT value FROM counters WHERE name = 'usage_seq')";
+
+/** Migration 6: the usage cursor. The rollups of an existing database are up to date with every stored event. */
+export const USAGE_CURSOR_MIGRATION_SQL = "INSERT INTO counters (name, value) SELECT 'usage_seq', value FROM counters WHERE name = 'event_seq';";
+
 export const UPSERT_RECEIPTS = `INSERT INTO usage_receipts (tenant, day, received, stored, duplicates, rejected) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET received = received + excluded.received, stored = stored + excluded.stored,
   duplicates = duplicates + excluded.duplicates, rejected = rejected + excluded.rejected`;
@@ -42,7 +50,7 @@ ON CONFLICT DO UPDATE SET received = received + excluded.received, stored = stor
 export function usageMigrationSql(): string {
   return `
 ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';
-${SHAPES.map(createShapeSql).join('\n')}
+${FIRST_SHAPES.map(createShapeSql).join('\n')}
 CREATE TABLE usage_receipts (
   tenant INTEGER NOT NULL,
   day INTEGER NOT NULL,
@@ -52,7 +60,7 @@ CREATE TABLE usage_receipts (
   rejected INTEGER NOT NULL,
   PRIMARY KEY (tenant, day)
 ) STRICT, WITHOUT ROWID;
-${SHAPES.map((shape) => rollupFromEvents(shape, 'true') + ';').join('\n')}
+${FIRST_SHAPES.map((shape) => rollupFromEvents(shape, 'true') + ';').join('\n')}
 -- Receipts before this version: what is stored and quarantined (duplicates were not counted then).
 INSERT INTO usage_receipts (tenant, day, received, stored, duplicates, rejected)
 SELECT tenant, day, sum(n), sum(s), 0, sum(r) FROM (
@@ -61,4 +69,10 @@ SELECT tenant, day, sum(n), sum(s), 0, sum(r) FROM (
   SELECT tenant, received_at / 86400, count(*), 0, count(*) FROM quarantine GROUP BY 1, 2
 ) WHERE true GROUP BY tenant, day;
 `;
+}
+
+/** Migration 8: the shapes added after migration 4, created and filled from the events stored. */
+export function usageShapesMigrationSql(): string {
+  const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
+  return added.map((shape) => `${createShapeSql(shape)}\n${rollupFromEvents(shape, 'true')};`).join('\n');
 }

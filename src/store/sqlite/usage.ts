@@ -1,11 +1,12 @@
-/** Usage reads on the main connection: routed rollup queries and the reconcile figures. */
+/** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
-import { actionByCode, isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
+import { isActionName, KINDS } from '../../events/catalogue.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import type { UsageDayCheck, UsageStoreQuery, UsageStoreRow } from '../types.js';
+import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import type { Connection } from './connection.js';
-import { EVENT_COLUMNS } from './usage-sql.js';
+import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
 import { DayChecks } from '../usage-days.js';
 
 const STATEMENT_CACHE = 200;
@@ -20,41 +21,57 @@ export class UsageReader {
     this.#dictValues = db.prepare('SELECT id, value FROM dict WHERE id IN (SELECT value FROM json_each(?))');
   }
 
-  query(tenantId: number, q: UsageStoreQuery): UsageStoreRow[] {
+  query(tenantId: number, q: UsageStoreQuery): UsageColumns {
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = this.#filterIds(dimension, values);
-      if (ids.length === 0) return [];
+      if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
-    const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
-    // Windows drive the join (CROSS JOIN fixes the order): each is one range scan of the (tenant, hour)
-    // key. Left to itself the planner scanned the rollup once and every window per row (10 s at 200k rows).
-    const sql = `WITH w(i, s, e) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(?))
-SELECT w.i${groups.map((g) => `, ${g}`).join('')}, ${MEASURE_COLUMNS.map((c) => `sum(u.${c})`).join(', ')}
-FROM w CROSS JOIN ${q.shape.table} u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e
-${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-GROUP BY w.i${groups.map((g) => `, ${g}`).join('')}`;
-    const windows = JSON.stringify(q.bounds.slice(0, -1).map((start, i) => [start, q.bounds[i + 1]]));
-    const raw = this.#prepare(sql).raw(true).all(windows, tenantId) as bigint[][];
-    const ids = new Set<number>();
-    q.groupBy.forEach((d, g) => {
-      if (d !== 'action') for (const row of raw) if (row[1 + g] !== 0n) ids.add(Number(row[1 + g]));
-    });
-    const values = this.#values([...ids]);
+    const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
+    const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
+    // Spans drive the join (CROSS JOIN fixes the order): each is one range scan of the (tenant, hour
+    // or day) key. Left to itself the planner scanned the rollup once and every window per row (10 s
+    // at 200k rows). Each term's rows are signed (an edge hour may be taken away), then summed.
+    // The spans are MATERIALIZED: inlined, each use of a span's field in the join re-read its JSON
+    // (three times the CPU of hourly windows). One term (most queries) is summed in place; several
+    // are summed over their UNION ALL.
+    const single = q.terms.length === 1;
+    const measure = (c: string, m: number) => (single ? `sum(w.k * u.${c})` : `w.k * u.${c} AS m${m}`);
+    const terms = q.terms.map(
+      (term, t) => `SELECT w.i AS i${groups}, ${MEASURE_COLUMNS.map(measure).join(', ')}
+  FROM w${t} w CROSS JOIN ${term.shape.table} u ON u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
+  ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
+    );
+    const spans = `WITH ${q.terms.map((_, t) => `w${t}(i, s, e, k) AS MATERIALIZED (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))`).join(', ')}`;
+    const sql = single
+      ? `${spans}\n${terms[0]}\nGROUP BY i${keys}`
+      : `${spans}
+SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})`).join(', ')}
+FROM (${terms.join('\nUNION ALL\n')})
+GROUP BY i${keys}`;
+    const params = [
+      ...q.terms.map((term) => JSON.stringify(term.spans.map((s) => [s.window, s.from, s.to, s.sign]))),
+      ...q.terms.map(() => tenantId),
+    ];
+    const raw = this.#prepare(sql).raw(true).all(...params) as bigint[][];
     const n = q.groupBy.length;
-    return raw.map((row) => ({
-      window: Number(row[0]),
-      values: q.groupBy.map((d, g) => {
-        const id = Number(row[1 + g]);
-        if (d === 'action') return actionByCode(id) ?? null;
-        return id === 0 ? null : values.get(id)!;
-      }),
-      measures: row.slice(1 + n),
-    }));
+    const rows = idColumns(q.groupBy, raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const row = raw[i]!;
+      rows.window[i] = Number(row[0]);
+      for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
+      for (let m = 0; m < MEASURE_COLUMNS.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
+    }
+    return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
   }
 
+  /** In one read transaction: receipts, events and rollups from the same snapshot. */
   reconcile(tenantId: number, fromDay: number, toDay: number): UsageDayCheck[] {
+    return this.db.transaction(() => this.#reconcile(tenantId, fromDay, toDay))();
+  }
+
+  #reconcile(tenantId: number, fromDay: number, toDay: number): UsageDayCheck[] {
     const days = new DayChecks();
     const at = (day: bigint) => days.at(day);
     const range = [tenantId, fromDay, toDay];
@@ -70,10 +87,14 @@ GROUP BY w.i${groups.map((g) => `, ${g}`).join('')}`;
       WHERE tenant = ? AND day >= ? AND day < ? GROUP BY 1`);
     for (const [day, n] of arrivals.raw(true).all(...range) as bigint[][]) at(day!).storedByArrival = n!;
     for (const shape of SHAPES) {
-      const sums = this.#prepare(`SELECT hour / 24, ${MEASURE_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${shape.table}
-        WHERE tenant = ? AND hour >= ? * 24 AND hour < ? * 24 GROUP BY 1`);
+      const perDay = 24 / GRAIN_HOURS[shape.grain];
+      const sums = this.#prepare(`SELECT ${shape.grain} / ${perDay}, ${MEASURE_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${shape.table}
+        WHERE tenant = ? AND ${shape.grain} >= ? * ${perDay} AND ${shape.grain} < ? * ${perDay} GROUP BY 1`);
       for (const [day, ...measures] of sums.raw(true).all(...range) as bigint[][]) at(day!).rollups[shape.name] = measures;
     }
+    const unfolded = this.#prepare(`SELECT timestamp / 86400, ${measureSql(EVENT_COLUMNS).join(', ')} FROM events
+      WHERE ${UNFOLDED} AND tenant = ? AND timestamp >= ? * 86400 AND timestamp < ? * 86400 GROUP BY 1`);
+    for (const [day, ...measures] of unfolded.raw(true).all(...range) as bigint[][]) days.unfolded(day!, measures);
     return days.list();
   }
 

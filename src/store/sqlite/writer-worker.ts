@@ -13,9 +13,15 @@ import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
-import { SHAPES } from '../../usage/shapes.js';
-import { UPSERT_RECEIPTS, rollupFromEvents } from './usage-sql.js';
+import { SHAPES, shapeRange } from '../../usage/shapes.js';
+import { UNFOLDED, UPSERT_RECEIPTS, rollupFromEvents } from './usage-sql.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
+
+/**
+ * Most events one usage fold takes: commits wait while it runs, so it is kept to about a large commit's
+ * time; over a backlog, chunks this size still compress steady traffic (coarse shapes especially).
+ */
+const FOLD_CHUNK_EVENTS = 10_000;
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
@@ -48,14 +54,17 @@ function prepare(db: Connection) {
     // The first replay's time is kept.
     replayed: db.prepare('UPDATE quarantine SET replayed_at = ? WHERE id = ? AND replayed_at IS NULL'),
     purgeQuarantine: db.prepare('DELETE FROM quarantine WHERE received_at < ?'),
-    // The transaction's new events are the seqs after the one it started from.
+    usageCursor: db.prepare("SELECT value FROM counters WHERE name = 'usage_seq'").pluck(),
+    setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
+    // A fold takes the seqs after the cursor up to the chunk's end.
     rollups: SHAPES.map((shape) => db.prepare(rollupFromEvents(shape, 'seq > ? AND seq <= ?'))),
     receipts: db.prepare(UPSERT_RECEIPTS),
     inventoryOutbox: db.prepare(OUTBOX_FROM_SEQS),
     inventory: new InventoryWriter(db),
-    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND hour >= @from AND hour < @to`)),
+    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
     rebuildInsert: SHAPES.map((shape) =>
-      db.prepare(rollupFromEvents(shape, '(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @from * 3600 AND timestamp < @to * 3600')),
+      // Only what is folded: the events past the cursor are added by their fold.
+      db.prepare(rollupFromEvents(shape, `(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`)),
     ),
   };
 }
@@ -100,8 +109,8 @@ class Writer {
       s.setLastSeq.run(seq);
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       if (receipts !== undefined) {
-        // Usage changes in the transaction of the events it counts: a crash leaves both or neither.
-        if (seq > first) for (const rollup of s.rollups) rollup.run(first, seq);
+        // Receipts change in the transaction of the events they count (one row per tenant and day);
+        // the rollups are folded after commit (foldUsage), from the seqs past the usage cursor.
         receipts.write(s.receipts);
         // The inventory's feed: written with the events, applied by inventoryWork.
         if (seq > first) s.inventoryOutbox.run(first, seq);
@@ -197,9 +206,10 @@ class Writer {
     try {
       s.begin.run();
       for (let i = 0; i < SHAPES.length; i++) {
-        const range = { tenant: tenantId, from: fromHour, to: toHour };
-        s.rebuildDelete[i]!.run(range);
-        s.rebuildInsert[i]!.run(range);
+        // A day shape's whole days: a day row cannot be refilled in part.
+        const { from, to, fromSecond, toSecond } = shapeRange(SHAPES[i]!, fromHour, toHour);
+        s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
+        s.rebuildInsert[i]!.run({ tenant: tenantId, fromSecond, toSecond });
       }
       s.commit.run();
       return null;
@@ -207,6 +217,31 @@ class Writer {
       this.#reset();
       throw err;
     }
+  }
+
+  /**
+   * Folds the next chunk of events past the usage cursor, up to seq `upTo` (the last seq stored when
+   * null), into every rollup shape, and moves the cursor in the same transaction: a crash leaves both
+   * or neither. Returns the seq it folds up to while some remain, null once the cursor has reached it.
+   */
+  foldUsage(upTo: number | null): number | null {
+    const s = this.#open();
+    // The bench's "usage off": nothing is folded, as nothing was counted.
+    if (this.data.usage === false) return null;
+    const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
+    const cursor = s.usageCursor.get() as number;
+    if (cursor >= goal) return null;
+    const to = Math.min(goal, cursor + FOLD_CHUNK_EVENTS);
+    try {
+      s.begin.run();
+      for (const rollup of s.rollups) rollup.run(cursor, to);
+      s.setUsageCursor.run(to);
+      s.commit.run();
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+    return to < goal ? goal : null;
   }
 
   /** One transaction on this thread, so no commit interleaves with a replay. */
@@ -344,6 +379,8 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.settings();
     case 'inventory':
       return writer.inventoryWork(request.op, request.tenantId);
+    case 'foldUsage':
+      return writer.foldUsage(request.upTo);
     case 'close':
       return writer.close();
   }

@@ -1,0 +1,71 @@
+/**
+ * `node dist/bench/cost-query.js '<spec>'`: /v1/costs on a store already loaded by usage-query.ts
+ * (kept, so that both stores and builds can be timed on the same data without reloading it). Times,
+ * through HTTP as a client sees it:
+ * - cold: each run first stores one event of the range (a new version of its month), so that the
+ *   answer is priced again (the month it did not touch is reused, as in production);
+ * - warm: the same answer again, every month kept (what a dashboard's repeated reads cost);
+ * - the FOCUS export of the last day of the range (rows/s = CSV lines over the p50).
+ * Prints one `BENCH {...}` line. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), runs }.
+ */
+import { startBucketmeter } from './proc.js';
+import { median } from './stats.js';
+
+interface Spec {
+  dir?: string;
+  databaseUrl?: string;
+  key: string;
+  now: number;
+  runs: number;
+}
+
+const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '') as Spec;
+  const server = await startBucketmeter({ cpu: undefined, dataDir: spec.dir ?? '/nonexistent', ...(spec.databaseUrl === undefined ? {} : { databaseUrl: spec.databaseUrl }), key: spec.key });
+  const headers = { 'x-api-key': server.key };
+  const timeGet = async (query: string): Promise<{ ms: number; body: string }> => {
+    const started = process.hrtime.bigint();
+    const response = await fetch(`${server.url}/v1/costs?${query}`, { headers });
+    const body = await response.text();
+    if (response.status !== 200) throw new Error(`${query}: ${response.status} ${body.slice(0, 500)}`);
+    return { ms: Number(process.hrtime.bigint() - started) / 1e6, body };
+  };
+  try {
+    const range = `from=${iso(spec.now - 30 * 86400)}&to=${iso(spec.now)}`;
+    const day = `${range}&granularity=day&groupBy=customerId`;
+    const first = await timeGet(day);
+    const cold: number[] = [];
+    for (let run = 0; run < spec.runs; run++) {
+      const event = { action: 'GetObject', provider: 'aws', bucket: 'bench-cold', objectKey: `k${run}`, bytes: 1000, customerId: 'cus_bench', timestamp: iso(spec.now - 3600 - run), eventId: `cold-${Date.now()}-${run}` };
+      const put = await fetch(`${server.url}/s3/batch`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify([event]) });
+      if (put.status !== 200) throw new Error(`ingest: ${put.status} ${await put.text()}`);
+      cold.push((await timeGet(day)).ms);
+    }
+    const warm: number[] = [];
+    let rows = 0;
+    for (let run = 0; run < spec.runs; run++) {
+      const got = await timeGet(day);
+      rows = (JSON.parse(got.body) as { rows: unknown[] }).rows.length;
+      warm.push(got.ms);
+    }
+    const focusTimes: number[] = [];
+    let lines = 0;
+    for (let run = 0; run < 3; run++) {
+      const got = await timeGet(`from=${iso(spec.now - 86400)}&to=${iso(spec.now)}&format=focus`);
+      lines = got.body.split('\n').length - 2;
+      focusTimes.push(got.ms);
+    }
+    const focusMs = median(focusTimes);
+    const result = { firstMs: first.ms, coldP50Ms: median(cold), warmP50Ms: median(warm), rows, focusLines: lines, focusMs, focusRowsPerSec: Math.round((lines / focusMs) * 1000) };
+    process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
+  } finally {
+    await server.stop(60_000);
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`cost query bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

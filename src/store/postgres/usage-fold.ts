@@ -1,0 +1,75 @@
+/**
+ * PostgreSQL's usage folding: the rollups are derived after commit from usage_outbox (usage-sql.ts),
+ * by whichever process asks (the job owner in the background, any node before a read), one at a time
+ * across every node: a session advisory lock, then a transaction whose snapshot is taken after it, so
+ * each sees the outbox rows the one before it deleted. A fold adds a batch of rows' events to the
+ * rollups and deletes exactly those rows in one statement: each row is folded once, and a commit not
+ * yet visible leaves its row for a later fold, whatever the order in which transactions commit.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { SHAPES, shapeRange } from '../../usage/shapes.js';
+import type { UsageLag } from '../types.js';
+import { serialized } from './serialized.js';
+import { FOLD_SQL, rollupSql } from './usage-sql.js';
+
+const LOCK_USAGE = 6;
+
+/** Most events one fold takes: a bounded transaction, over ranges long enough to compress steady traffic. */
+const FOLD_CHUNK_EVENTS = 20_000;
+
+/** Beyond any outbox id. */
+const ALL = '9223372036854775807';
+
+export class PostgresUsageFold {
+  constructor(
+    private readonly pool: Pool,
+    private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  /** Folds every outbox row committed before the call (and any others the folds meet on the way). */
+  async catchUp(): Promise<void> {
+    // Nothing pending (the usual case for a read): no lock, no transaction. Every row committed
+    // before this statement has an id at most its max.
+    const { rows } = await this.guarded(() => this.pool.query<{ last: string | null }>('SELECT max(id)::text AS last FROM usage_outbox'));
+    const last = rows[0]?.last ?? null;
+    if (last === null) return;
+    while ((await this.#locked((c) => fold(c, last))) > 0);
+  }
+
+  /**
+   * Recomputes the rollups of hours [fromHour, toHour) from the events. Under the fold lock and in one
+   * snapshot: every outbox row it sees is folded first, so the events it refills from are exactly the
+   * folded ones; those committed later keep their rows for a later fold.
+   */
+  rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void> {
+    return this.#locked(async (c) => {
+      while ((await fold(c, ALL)) > 0);
+      for (const shape of SHAPES) {
+        // A day shape's whole days: a day row cannot be refilled in part.
+        const { from, to, fromSecond, toSecond } = shapeRange(shape, fromHour, toHour);
+        await c.query(`DELETE FROM ${shape.table} WHERE ($1::integer IS NULL OR tenant = $1) AND ${shape.grain} >= $2 AND ${shape.grain} < $3`, [tenantId, from, to]);
+        await c.query(rollupSql(shape, 'events', '($1::integer IS NULL OR tenant_id = $1) AND ts >= $2::bigint AND ts < $3::bigint'), [tenantId, fromSecond, toSecond]);
+      }
+    });
+  }
+
+  async lag(): Promise<UsageLag> {
+    const { rows } = await this.guarded(() =>
+      this.pool.query<[string, string]>({
+        text: `SELECT coalesce(sum(last_seq - first_seq + 1), 0), coalesce(extract(epoch FROM now())::bigint - min(at), 0) FROM usage_outbox`,
+        rowMode: 'array',
+      }),
+    );
+    return { pendingEvents: Number(rows[0]![0]), oldestSeconds: Number(rows[0]![1]) };
+  }
+
+  /** One at a time across every node (serialized.ts). */
+  #locked<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    return this.guarded(() => serialized(this.pool, LOCK_USAGE, work));
+  }
+}
+
+async function fold(c: PoolClient, upTo: string): Promise<number> {
+  const { rows } = await c.query<{ n: number }>({ name: 'bm_usage_fold', text: FOLD_SQL, values: [upTo, FOLD_CHUNK_EVENTS] });
+  return rows[0]!.n;
+}

@@ -1,0 +1,106 @@
+/**
+ * Priced account-months kept for reuse (CostService): on both real stores, a month is reused while
+ * its version (the tenant's events before the month's end) is unchanged, even when later months
+ * get events; an event of the month, however late, has it priced again, equal to a fresh
+ * service's answer; the bound on kept rows is honoured.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CostService } from '../../src/costs/service.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
+import { loadPricing } from '../../src/pricing/setup.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { Store } from '../../src/store/types.js';
+import { getObject, newTenant } from '../store/contract.js';
+import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+
+const MARCH = Date.UTC(2026, 2, 1) / 1000;
+const APRIL = Date.UTC(2026, 3, 1) / 1000;
+const DAY = 86400;
+
+const put = (timestamp: number, objectKey: string, bytes: number): NormalizedEvent =>
+  ({ action: 'PutObject', timestamp, provider: 'aws', bucket: 'media', objectKey, bytes, customerId: 'c1' }) as NormalizedEvent;
+
+const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
+  {
+    name: 'sqlite',
+    skip: false,
+    open: async () => {
+      const temp = scratchDir('bm-cost-kept-');
+      const store = await openSqliteStore({ path: join(temp.dir, 'cost.db') });
+      const close = async () => {
+        await store.close();
+        await temp.remove();
+      };
+      return { store, close };
+    },
+  },
+  {
+    name: 'postgres',
+    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
+    open: async () => {
+      const store = await openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 2 });
+      const close = async () => {
+        await store.close();
+        await dropScratchDatabases();
+      };
+      return { store, close };
+    },
+  },
+];
+
+for (const backend of BACKENDS) {
+  describe(`cost: priced months kept (${backend.name})`, { skip: backend.skip }, () => {
+    let opened: { store: Store; close(): Promise<void> };
+    let tenantId: number;
+    const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
+    const service = (keptRows?: number) => new CostService({ usage: opened.store.usage, storage: opened.store.storageFeed, pricing, now: () => APRIL + 40 * DAY, keptRows });
+    const commit = (...events: NormalizedEvent[]) => opened.store.commit({ events: events.map((event) => ({ tenantId, receivedAt: APRIL + 30 * DAY, event })), quarantine: [] });
+
+    before(async () => {
+      opened = await backend.open();
+      ({ tenantId } = await newTenant(opened.store));
+      await commit(put(MARCH + 3600 + 5, 'a', 5_000_000_000_000), getObject(MARCH + 2 * DAY, { provider: 'aws', bucket: 'media', customerId: 'c2', bytes: 1000 }));
+    });
+    after(async () => {
+      await opened.close();
+    });
+
+    it('reuses a month while its version is unchanged, and prices it again when an event of it arrives', async () => {
+      const costs = service();
+      const first = await costs.priceMonth(tenantId, '2026-03');
+      assert.ok(first.some((a) => a.rows.some((r) => r.repeat !== undefined)), 'stored bytes priced as runs');
+      assert.equal(await costs.priceMonth(tenantId, '2026-03'), first, 'kept: the same rows, not priced again');
+
+      // Events of April and later change nothing March depends on.
+      await commit(put(APRIL + 5, 'b', 1000), getObject(APRIL + DAY, { provider: 'aws', bucket: 'media', customerId: 'c1', bytes: 10 }));
+      assert.equal(await costs.priceMonth(tenantId, '2026-03'), first, 'still kept after later months changed');
+      const april = await costs.priceMonth(tenantId, '2026-04');
+      assert.deepEqual(april, await service(0).priceMonth(tenantId, '2026-04'));
+
+      // A late event of March (a delete that ends the stored bytes): priced again.
+      await commit({ action: 'DeleteObject', timestamp: MARCH + 10 * DAY, provider: 'aws', bucket: 'media', objectKey: 'a', customerId: 'c1' } as NormalizedEvent);
+      const again = await costs.priceMonth(tenantId, '2026-03');
+      assert.notDeepEqual(again, first, 'the delete changed the month');
+      assert.deepEqual(again, await service(0).priceMonth(tenantId, '2026-03'), 'equal to pricing it afresh');
+      // April's opening bytes changed too: it is priced again as well.
+      assert.notDeepEqual(await costs.priceMonth(tenantId, '2026-04'), april);
+    });
+
+    it('keeps no more rows than it is given', async () => {
+      const rows = (await service(0).priceMonth(tenantId, '2026-03')).reduce((n, a) => n + a.rows.length, 0);
+      const small = service(rows - 1);
+      const first = await small.priceMonth(tenantId, '2026-03');
+      assert.notEqual(await small.priceMonth(tenantId, '2026-03'), first, 'too large to keep: priced each time');
+      assert.deepEqual(await small.priceMonth(tenantId, '2026-03'), first);
+      const fits = service(rows);
+      const kept = await fits.priceMonth(tenantId, '2026-03');
+      assert.equal(await fits.priceMonth(tenantId, '2026-03'), kept);
+      // A second month pushes the first out (least recently used).
+      await fits.priceMonth(tenantId, '2026-04');
+      assert.notEqual(await fits.priceMonth(tenantId, '2026-03'), kept);
+    });
+  });
+}

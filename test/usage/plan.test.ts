@@ -1,0 +1,101 @@
+/**
+ * Query routing (planUsage): which shapes answer, and that a plan's signed spans cover each window's
+ * hours exactly once, for every zone and granularity, whatever the edges.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { GRAIN_HOURS, planUsage } from '../../src/usage/shapes.js';
+import type { Dimension, UsageTerm } from '../../src/usage/shapes.js';
+import { windowBounds } from '../../src/usage/windows.js';
+import type { Granularity } from '../../src/usage/windows.js';
+
+const hour = (iso: string) => Date.parse(iso) / 3_600_000;
+const FROM = hour('2026-03-01T00:00:00Z');
+const TO = hour('2026-04-01T00:00:00Z');
+
+/** Per window, how many times each hour is counted (sign included): each window's own hours once, nothing else. */
+function coverage(terms: UsageTerm[], windows: number): Map<number, number>[] {
+  const counts = Array.from({ length: windows }, () => new Map<number, number>());
+  for (const term of terms) {
+    const unit = GRAIN_HOURS[term.shape.grain];
+    for (const span of term.spans) {
+      for (let h = span.from * unit; h < span.to * unit; h++) counts[span.window]!.set(h, (counts[span.window]!.get(h) ?? 0) + span.sign);
+    }
+  }
+  return counts;
+}
+
+function assertExact(terms: UsageTerm[], bounds: number[]): void {
+  const counts = coverage(terms, bounds.length - 1);
+  counts.forEach((hours, w) => {
+    for (const [h, n] of hours) assert.equal(n, h >= bounds[w]! && h < bounds[w + 1]! ? 1 : 0, `window ${w} counts hour ${h} ${n} times`);
+    for (let h = bounds[w]!; h < bounds[w + 1]!; h++) assert.equal(hours.get(h), 1, `window ${w} misses hour ${h}`);
+  });
+}
+
+const names = (terms: UsageTerm[]) => terms.map((t) => t.shape.name);
+
+describe('planUsage', () => {
+  it('reads whole UTC days from a day shape, and hours only where a window has edges', () => {
+    const days = windowBounds(FROM, TO, 'day', 'UTC');
+    assert.deepEqual(names(planUsage(['customerId'], days)), ['customer_day']);
+    const berlin = windowBounds(FROM, TO, 'day', 'Europe/Berlin');
+    const plan = planUsage(['customerId'], berlin);
+    assert.deepEqual(names(plan), ['customer_day', 'customer_hour']);
+    // A Berlin day in March before DST: one UTC day, plus the UTC hour before it, minus its own last hour.
+    assert.deepEqual(plan[0]!.spans[1], { window: 1, from: FROM / 24 + 1, to: FROM / 24 + 2, sign: 1 });
+    assert.deepEqual(
+      plan[1]!.spans.filter((s) => s.window === 1),
+      [
+        { window: 1, from: FROM + 23, to: FROM + 24, sign: 1 },
+        { window: 1, from: FROM + 47, to: FROM + 48, sign: -1 },
+      ],
+    );
+    assertExact(plan, berlin);
+  });
+
+  it('routes each dimension set to the narrowest shapes that keep it', () => {
+    const month = [FROM, TO];
+    const cases: [Dimension[], string[]][] = [
+      [[], ['tenant_day']],
+      [['provider', 'action'], ['tenant_day']],
+      [['customerId', 'featureId', 'action'], ['feature_day']],
+      [['clientId', 'customerId'], ['client_day']],
+      // No day shape keeps these: hourly only, down to fine for bucket and client type beside clientId.
+      [['customerId', 'provider'], ['customer']],
+      [['bucket'], ['fine']],
+      [['clientType', 'clientId'], ['fine']],
+    ];
+    for (const [needed, expected] of cases) assert.deepEqual(names(planUsage(needed, month)), expected, needed.join(','));
+    // Edge hours of a client_day answer come from fine (the only hourly shape with clientId).
+    assert.deepEqual(names(planUsage(['clientId'], [FROM + 5, TO - 3])), ['client_day', 'fine']);
+    // Hourly windows, and windows shorter than their edges, are read by the hour.
+    assert.deepEqual(names(planUsage([], windowBounds(FROM, TO, 'hour', 'UTC'))), ['tenant']);
+    assert.deepEqual(names(planUsage(['customerId'], [FROM + 20, FROM + 28])), ['customer_hour']);
+  });
+
+  it('answers a window in Asia/Kolkata (granularity none, edges at whole UTC hours) from days and edge hours', () => {
+    const bounds = windowBounds(hour('2026-03-01T18:00:00Z'), hour('2026-03-09T06:00:00Z'), 'none', 'Asia/Kolkata');
+    const plan = planUsage(['customerId'], bounds);
+    assert.deepEqual(names(plan), ['customer_day', 'customer_hour']);
+    assertExact(plan, bounds);
+  });
+
+  it('covers every window exactly, for any zone, granularity and whole-hour range', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 24 * 80 }),
+        fc.integer({ min: 1, max: 24 * 40 }),
+        fc.constantFrom<Granularity>('hour', 'day', 'month', 'none'),
+        fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Pacific/Auckland', 'Asia/Tokyo'),
+        fc.constantFrom<Dimension[]>([], ['customerId'], ['customerId', 'featureId', 'action'], ['clientId'], ['bucket']),
+        (start, length, granularity, zone, needed) => {
+          const bounds = windowBounds(FROM + start, FROM + start + length, granularity, zone);
+          assertExact(planUsage(needed, bounds), bounds);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
