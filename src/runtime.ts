@@ -36,6 +36,7 @@ import { UsageService } from './usage/service.js';
 import { CostService } from './costs/service.js';
 import { loadPricing } from './pricing/setup.js';
 import { QuarantineService } from './quarantine/service.js';
+import { throttledWarn } from './logging/throttle.js';
 
 /** How often the job owner folds new events into the usage rollups (a check of two counters or one index when nothing is new). */
 const CATCH_UP_MS = 250;
@@ -121,7 +122,6 @@ const SQLITE_COMMITS_IN_FLIGHT = 8;
  * on the bench machine, 3 in flight cost PostgreSQL 10 µs of CPU per event where 7 cost 15 µs.
  */
 const PG_COMMITS_IN_FLIGHT = 3;
-const COMMIT_WARNING_INTERVAL_MS = 10_000;
 const CLOSE_SWEEP_MS = 50;
 
 export interface Node {
@@ -136,7 +136,7 @@ export interface Node {
 
 /** The group committer in front of the store's event log: every write, ingested or replayed, goes through one. */
 export function createCommitter(config: Config, logger: Logger, store: Store, log: EventLog = store): Committer {
-  let commitWarnedAt = -Infinity;
+  const commitFailed = throttledWarn(logger);
   return new Committer({
     commit: (unit, deadline) => log.commit(unit, deadline),
     maxGroupEvents: config.commitMaxEvents,
@@ -144,11 +144,7 @@ export function createCommitter(config: Config, logger: Logger, store: Store, lo
     // One connection stays free for key lookups and reads.
     maxInFlight: store.backend === 'sqlite' ? SQLITE_COMMITS_IN_FLIGHT : Math.max(1, Math.min(PG_COMMITS_IN_FLIGHT, config.pgPoolMax - 1)),
     // While the store is down every commit fails, hundreds a second: one line per interval is enough.
-    onCommitError: (err) => {
-      if (Date.now() - commitWarnedAt < COMMIT_WARNING_INTERVAL_MS) return;
-      commitWarnedAt = Date.now();
-      logger.warn({ err }, `commit failed; requests answered 503 (further failures within ${COMMIT_WARNING_INTERVAL_MS / 1000} s not logged)`);
-    },
+    onCommitError: (err) => commitFailed.warn({ err }, 'commit failed; requests answered 503'),
   });
 }
 
@@ -222,19 +218,15 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   let catchUpTimer: NodeJS.Timeout | undefined;
   let stopping = false;
   let inventoryDue = 0;
-  // While the store is down every catch-up fails, four a second: one line per job and interval is enough.
-  const warnedAt = new Map<string, number>();
-  const failed = (job: string) => (err: unknown) => {
-    if (Date.now() - (warnedAt.get(job) ?? Number.NEGATIVE_INFINITY) < COMMIT_WARNING_INTERVAL_MS) return;
-    warnedAt.set(job, Date.now());
-    logger.warn({ err }, `${job} catch-up failed; will retry (further failures within ${COMMIT_WARNING_INTERVAL_MS / 1000} s not logged)`);
-  };
+  // While the store is down every catch-up fails, four a second.
+  const usageFailed = throttledWarn(logger);
+  const inventoryFailed = throttledWarn(logger);
   const catchUp = async () => {
     if (await store.claimJobs().catch(() => false)) {
-      await store.usage.catchUp().catch(failed('usage'));
+      await store.usage.catchUp().catch((err: unknown) => usageFailed.warn({ err }, 'usage catch-up failed; will retry'));
       if (performance.now() >= inventoryDue) {
         const started = performance.now();
-        await store.inventory.catchUp().catch(failed('inventory'));
+        await store.inventory.catchUp().catch((err: unknown) => inventoryFailed.warn({ err }, 'inventory catch-up failed; will retry'));
         inventoryDue = performance.now() + Math.max(INVENTORY_CATCH_UP_MS, 10 * (performance.now() - started));
       }
     }

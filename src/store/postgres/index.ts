@@ -3,6 +3,7 @@
  * event partitions created ahead and re-checked periodically.
  */
 import { Pool } from 'pg';
+import { throttledWarn, type WarnLogger } from '../../logging/throttle.js';
 import { StoreUnavailableError, type Store } from '../types.js';
 import { migrate } from './migrate.js';
 import { PgJobOwnership } from './jobs.js';
@@ -16,7 +17,7 @@ export interface PostgresStoreOptions {
   poolMax?: number;
   /** How long to wait for a connection (new or from the pool) before failing. Default 5,000 ms. */
   connectTimeoutMs?: number;
-  logger?: { warn(obj: object, msg: string): void };
+  logger?: WarnLogger;
   /** Units of at least this many new events are written by COPY, smaller ones by one statement (encode.ts). Default 500. */
   copyMinEvents?: number;
   /** false only in the bench (ingest cost without usage); default true. */
@@ -50,7 +51,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   });
   // An idle connection that dies (server restart, pg_terminate_backend) is reported here and already
   // removed by the pool; without a listener the 'error' event would crash the process.
-  pool.on('error', (err) => logger?.warn({ err }, 'PostgreSQL connection lost; the pool reconnects on demand'));
+  // When the server goes, every idle connection reports it at once.
+  const connectionLost = throttledWarn(logger);
+  pool.on('error', (err) => connectionLost.warn({ err }, 'PostgreSQL connection lost; the pool reconnects on demand'));
   // The pool listens on idle clients only; a checked-out client whose socket dies also emits 'error'.
   // The query in flight (or the next one) rejects with it, which is where it is handled.
   pool.on('connect', (client) => client.on('error', () => {}));

@@ -4,6 +4,7 @@
  * dies, PostgreSQL releases the lock and the next node to ask takes it over.
  */
 import pg from 'pg';
+import { throttledWarn, type WarnLogger } from '../../logging/throttle.js';
 import type { JobOwnership } from '../types.js';
 import { LOCK_CLASS } from './migrate.js';
 
@@ -13,10 +14,15 @@ export class PgJobOwnership implements JobOwnership {
   #client: pg.Client | undefined;
   #closed = false;
 
+  // Asked four times a second while the store is down.
+  readonly #logger: WarnLogger;
+
   constructor(
     private readonly url: string,
-    private readonly logger?: { warn(obj: object, msg: string): void },
-  ) {}
+    logger?: WarnLogger,
+  ) {
+    this.#logger = throttledWarn(logger);
+  }
 
   async claimJobs(): Promise<boolean> {
     if (this.#closed) return false;
@@ -26,7 +32,7 @@ export class PgJobOwnership implements JobOwnership {
         await this.#client.query('SELECT 1');
         return true;
       } catch (err) {
-        this.logger?.warn({ err }, 'lost the background-job lock connection; will try to claim the jobs again');
+        this.#logger.warn({ err }, 'lost the background-job lock connection; will try to claim the jobs again');
         this.#drop();
       }
     }
@@ -40,7 +46,7 @@ export class PgJobOwnership implements JobOwnership {
         return true;
       }
     } catch (err) {
-      this.logger?.warn({ err }, 'could not ask for the background-job lock; will try again');
+      this.#logger.warn({ err }, 'could not ask for the background-job lock; will try again');
     }
     await client.end().catch(() => {});
     return false;
