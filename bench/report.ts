@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, release, totalmem } from 'node:os';
 import { basename } from 'node:path';
 import type { LoadResult } from './loadgen.js';
+import type { OverviewTiming } from './overview.js';
 import { NOISY_CORES, TARGETS } from './phases.js';
 import type { Phase } from './phases.js';
 import type { PinMode } from './proc.js';
@@ -99,8 +100,10 @@ export interface UsageQueryResult {
   diskBytesPerEvent: number;
   rollupBytesPerEvent: number;
   rollupObjects: { name: string; bytes: number }[];
-  /** rowsPerSec: exports (the FOCUS CSV), rows over the p50 time. */
-  queries: { name: string; p50Ms: number; rows: number; pages: number; rowsPerSec?: number }[];
+  /** rowsPerSec: exports (the FOCUS CSV), rows over the p50 time; refused: the status and code of a refusal. */
+  queries: { name: string; p50Ms: number; rows: number; pages: number; rowsPerSec?: number; refused?: string }[];
+  /** The dashboard's overview in chromium; absent where chromium is not installed. */
+  overview?: OverviewTiming;
 }
 
 export interface InventoryQueryResult {
@@ -456,7 +459,11 @@ export function renderReport(results: BenchResults): string {
         '',
         '| query (30 days) | p50 ms, whole answer | rows | pages | rows/s |',
         '|---|--:|--:|--:|--:|',
-        ...size.queries.map((q) => `| ${q.name} | ${ms(q.p50Ms)} | ${num(q.rows)} | ${q.pages} | ${q.rowsPerSec === undefined ? '' : num(q.rowsPerSec)} |`),
+        ...size.queries.map((q) => `| ${q.name} | ${q.refused === undefined ? ms(q.p50Ms) : `refused: ${q.refused}`} | ${num(q.rows)} | ${q.pages} | ${q.rowsPerSec === undefined ? '' : num(q.rowsPerSec)} |`),
+        '',
+        size.overview === undefined
+          ? 'Dashboard overview: not measured (no chromium at /usr/bin/chromium).'
+          : `Dashboard overview of the 30 days in chromium (p50 of ${size.overview.runs} runs after a warmup): first numbers painted in ${ms(size.overview.firstNumbersP50Ms)} ms (target ≤ 1,000 ms at 10M events); every panel answered in ${size.overview.allPanelsP50Ms === undefined ? 'more than 300 s' : `${ms(size.overview.allPanelsP50Ms)} ms`}.`,
       );
     }
   }

@@ -26,6 +26,8 @@ import { NOISY_CORES, phases, STREAMS } from './phases.js';
 import type { Phase } from './phases.js';
 import { ALL_CPUS, coreShares, coreTimes, cpuSeconds, MemorySampler, pinMainThreadOnly, threadAffinity, threadCpuSeconds, threadSplit, ROOT, benchMessage, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
 import type { Child, CoreTimes, PinMode } from './proc.js';
+import { timeOverview } from './overview.js';
+import type { OverviewTiming } from './overview.js';
 import { formatProfile, summarizeProfile } from './profile.js';
 import type { RawInsertResult, RawInsertSpec } from './raw-insert.js';
 import { median } from './stats.js';
@@ -35,6 +37,8 @@ import { describeMachine, renderReport, summarize, updateDocs } from './report.j
 import type { BenchResults, DiskResult, RunRecord, Settings, UsageQueryResult } from './report.js';
 
 const SERVER_CPU = 0;
+/** Browser runs per dataset, after one warmup: each opens the whole overview. */
+const OVERVIEW_RUNS = 5;
 const LOAD_CPU = 1;
 
 function readSettings(): Settings {
@@ -49,6 +53,7 @@ function readSettings(): Settings {
       nice: { type: 'string' },
       pin: { type: 'string', default: 'main-thread' },
       'no-docs': { type: 'boolean', default: false },
+      'usage-events': { type: 'string' },
     },
   });
   const quick = values.quick === true;
@@ -59,6 +64,8 @@ function readSettings(): Settings {
   if (values.pin !== 'process' && values.pin !== 'main-thread') throw new Error(`--pin: expected process or main-thread, got ${values.pin}`);
   const pin: PinMode = values.pin;
   const databaseUrl = values['database-url'] ?? process.env.BENCH_DATABASE_URL;
+  const usageEvents = values['usage-events']?.split(',').map(Number);
+  if (usageEvents?.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--usage-events: expected positive integers separated by commas, got ${values['usage-events']}`);
   const only = values.only?.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
   return {
     mode: quick ? 'quick' : 'full',
@@ -68,7 +75,7 @@ function readSettings(): Settings {
     sustainedSec: quick ? 15 : 60,
     flatWindowSec: quick ? 5 : 10,
     rawRows: quick ? 50_000 : 300_000,
-    usageEvents: quick ? [200_000] : [1_000_000, 10_000_000],
+    usageEvents: usageEvents ?? (quick ? [200_000] : [1_000_000, 10_000_000]),
     usageQueryRuns: quick ? 5 : 20,
     inventoryVersions: quick ? 100_000 : 1_000_000,
     rawTxRows: 1000,
@@ -262,6 +269,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
       }
       const server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir: dir, ...(schema ? { databaseUrl: schema.url } : {}), key: load.key });
       const queries: UsageQueryResult['queries'] = [];
+      let overview: OverviewTiming | undefined;
       try {
         const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
         for (const q of USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer)) {
@@ -286,13 +294,15 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
           }
           queries.push({ name: q.name, p50Ms: median(times), rows, pages });
         }
+        const day = (s: number) => iso(s).slice(0, 10);
+        overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS);
         queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
       } finally {
         await server.stop(60_000);
       }
       const disk = schema ? await schema.disk(events) : sqliteDisk(dir, events);
       const rollupBytes = disk.objects.filter((o) => o.name.startsWith('usage_')).reduce((sum, o) => sum + o.bytes, 0);
-      record.usageQuery.push({ events, loadSeconds: load.seconds, diskBytesPerEvent: disk.bytesPerEvent, rollupBytesPerEvent: rollupBytes / events, rollupObjects: disk.objects.filter((o) => o.name.startsWith('usage_')), queries });
+      record.usageQuery.push({ events, loadSeconds: load.seconds, diskBytesPerEvent: disk.bytesPerEvent, rollupBytesPerEvent: rollupBytes / events, rollupObjects: disk.objects.filter((o) => o.name.startsWith('usage_')), queries, ...(overview ? { overview } : {}) });
     } finally {
       await schema?.drop();
       rmSync(dir, { recursive: true, force: true });
@@ -360,19 +370,31 @@ async function timeCosts(server: { url: string; key: string }, from: string, to:
   ]) {
     const times: number[] = [];
     let rows = 0;
+    let refused: string | undefined;
     for (let run = 0; run < runs + 1; run++) {
       const started = process.hrtime.bigint();
       const response = await fetch(`${server.url}/v1/costs?${q.query}`, { headers: { 'x-api-key': server.key } });
+      if (response.status === 503) {
+        // Past the per-request bound (BM_ERR_COST_TOO_LARGE): a figure of its own, not a failed run.
+        refused = `${response.status} ${((await response.json()) as { code?: string }).code ?? ''}`;
+        break;
+      }
       if (response.status !== 200) throw new Error(`${q.query}: ${response.status} ${await response.text()}`);
       if (q.focus) {
-        const text = await response.text();
+        // Counted as it arrives: an export can be longer than the longest string V8 makes.
         rows = -1;
-        for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) rows++;
+        for await (const chunk of response.body! as AsyncIterable<Uint8Array>) {
+          for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) rows++;
+        }
       } else {
         rows = ((await response.json()) as { rows: unknown[] }).rows.length;
       }
       // The first is warmup.
       if (run >= 1) times.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    if (refused !== undefined) {
+      out.push({ name: q.name, p50Ms: Number.NaN, rows: 0, pages: 0, refused });
+      continue;
     }
     const p50Ms = median(times);
     out.push({ name: q.name, p50Ms, rows, pages: 1, ...(q.focus ? { rowsPerSec: (rows / p50Ms) * 1000 } : {}) });

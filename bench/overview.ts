@@ -1,0 +1,64 @@
+/**
+ * "Overview interactive" on the usage query phase's store: the dashboard's overview of the bench's 30
+ * days opened in Debian's chromium (playwright-core), as a user opens it (every panel's requests go
+ * out at once, costs included). Timed by the page's own mark when its first numbers are painted, and
+ * until every panel has its answer. The first run is warmup: it also waits out whatever the server
+ * still had to fold or catch up after the load, which a running server does in the background.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { median } from './stats.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+/** A panel may wait on pricing a month of millions of events: past this, "every panel" is given as not reached. */
+const PANELS_TIMEOUT_MS = 300_000;
+/** The warmup may first fold and catch up everything the loader stored (tens of millions of rows). */
+const WARMUP_TIMEOUT_MS = 3_600_000;
+
+export interface OverviewTiming {
+  runs: number;
+  firstNumbersP50Ms: number;
+  /** Undefined when a run's panels were not all answered within PANELS_TIMEOUT_MS. */
+  allPanelsP50Ms?: number;
+}
+
+/** Undefined where chromium is not installed (the bench then says so). */
+export async function timeOverview(server: { url: string; key: string }, fromDay: string, toDay: string, runs: number): Promise<OverviewTiming | undefined> {
+  if (!existsSync(CHROMIUM)) return undefined;
+  const profile = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-chromium-'));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const first: number[] = [];
+  const all: number[] = [];
+  let allReached = true;
+  try {
+    await browser.addInitScript((k) => sessionStorage.setItem('bucketmeter.apiKey', k), server.key);
+    for (let run = 0; run < runs + 1; run++) {
+      const page = await browser.newPage();
+      try {
+        await page.goto(`${server.url}/ui/#/overview?from=${fromDay}&to=${toDay}&tz=UTC&g=day`);
+        const timeout = run === 0 ? WARMUP_TIMEOUT_MS : PANELS_TIMEOUT_MS;
+        await page.waitForFunction(() => performance.getEntriesByName('bm-overview-numbers').length > 0, undefined, { timeout, polling: 20 });
+        const painted = await page.evaluate(() => performance.getEntriesByName('bm-overview-numbers')[0]!.startTime);
+        const ready = await page
+          .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout, polling: 20 })
+          .then((handle) => handle.jsonValue() as Promise<number>)
+          .catch(() => undefined);
+        if (run === 0) continue;
+        first.push(painted);
+        if (ready === undefined) allReached = false;
+        else all.push(ready);
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+  return { runs, firstNumbersP50Ms: median(first), ...(allReached ? { allPanelsP50Ms: median(all) } : {}) };
+}
