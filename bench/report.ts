@@ -28,6 +28,10 @@ export interface Settings {
   usageEvents: number[];
   /** Timed answers per usage query (after two warmups). */
   usageQueryRuns: number;
+  /** SQLite usage query phase: loaded stores kept here (a directory per size) and reused by later runs. */
+  usageDir?: string;
+  /** false: the usage query phase times no /v1/costs query (the dashboard's overview still asks for costs). */
+  usageCosts: boolean;
   /** Live versions of the inventory query phase. */
   inventoryVersions: number;
   /** Longest wait for other processes to quieten down before a phase starts. */

@@ -15,7 +15,7 @@
  * search_path, and drops it afterwards.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -54,6 +54,8 @@ function readSettings(): Settings {
       pin: { type: 'string', default: 'main-thread' },
       'no-docs': { type: 'boolean', default: false },
       'usage-events': { type: 'string' },
+      'usage-dir': { type: 'string' },
+      'no-costs': { type: 'boolean', default: false },
     },
   });
   const quick = values.quick === true;
@@ -77,6 +79,8 @@ function readSettings(): Settings {
     rawRows: quick ? 50_000 : 300_000,
     usageEvents: usageEvents ?? (quick ? [200_000] : [1_000_000, 10_000_000]),
     usageQueryRuns: quick ? 5 : 20,
+    ...(values['usage-dir'] ? { usageDir: values['usage-dir'] } : {}),
+    usageCosts: !values['no-costs'],
     inventoryVersions: quick ? 100_000 : 1_000_000,
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
@@ -254,19 +258,30 @@ const USAGE_QUERIES = (from: string, to: string, hot: string) => [
 async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
   record.usageQuery = [];
   for (const events of settings.usageEvents) {
-    const dir = mkdtempSync(join(tmpdir(), 'bucketmeter-bench-usage-'));
     const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
+    const kept = schema === undefined && settings.usageDir !== undefined ? join(settings.usageDir, `sqlite-${events}`) : undefined;
+    const dir = kept ?? mkdtempSync(join(tmpdir(), 'bucketmeter-bench-usage-'));
+    const loaded = kept === undefined ? undefined : join(kept, 'load.json');
     try {
       await schema?.create();
-      const now = Math.floor(Date.now() / 86_400_000) * 86400;
-      const spec: UsageLoadSpec = { backend: phase.backend!, ...(schema ? { url: schema.url } : { dir }), events, days: 30, now };
-      const loader = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/usage-query.js'), JSON.stringify(spec)]);
-      let load: UsageLoadResult;
-      try {
-        load = (await benchMessage<{ result: UsageLoadResult }>(loader, 'result', 3_600_000)).result;
-      } finally {
-        await loader.stop(10_000);
+      let load: UsageLoadResult & { now: number };
+      if (loaded !== undefined && existsSync(loaded)) {
+        load = JSON.parse(readFileSync(loaded, 'utf8')) as UsageLoadResult & { now: number };
+      } else {
+        // A kept directory without its load.json holds a load that did not finish.
+        if (kept !== undefined) rmSync(dir, { recursive: true, force: true });
+        mkdirSync(dir, { recursive: true });
+        const now = Math.floor(Date.now() / 86_400_000) * 86400;
+        const spec: UsageLoadSpec = { backend: phase.backend!, ...(schema ? { url: schema.url } : { dir }), events, days: 30, now };
+        const loader = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/usage-query.js'), JSON.stringify(spec)]);
+        try {
+          load = { ...(await benchMessage<{ result: UsageLoadResult }>(loader, 'result', 3_600_000)).result, now };
+        } finally {
+          await loader.stop(10_000);
+        }
+        if (loaded !== undefined) writeFileSync(loaded, JSON.stringify(load));
       }
+      const now = load.now;
       const server = await startBucketmeter({ cpu: cpu(SERVER_CPU), dataDir: dir, ...(schema ? { databaseUrl: schema.url } : {}), key: load.key });
       const queries: UsageQueryResult['queries'] = [];
       let overview: OverviewTiming | undefined;
@@ -296,7 +311,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
         }
         const day = (s: number) => iso(s).slice(0, 10);
         overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS);
-        queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
+        if (settings.usageCosts) queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
       } finally {
         await server.stop(60_000);
       }
@@ -305,7 +320,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
       record.usageQuery.push({ events, loadSeconds: load.seconds, diskBytesPerEvent: disk.bytesPerEvent, rollupBytesPerEvent: rollupBytes / events, rollupObjects: disk.objects.filter((o) => o.name.startsWith('usage_')), queries, ...(overview ? { overview } : {}) });
     } finally {
       await schema?.drop();
-      rmSync(dir, { recursive: true, force: true });
+      if (kept === undefined) rmSync(dir, { recursive: true, force: true });
     }
   }
 }
