@@ -22,6 +22,8 @@ export interface PostgresStoreOptions {
   copyMinEvents?: number;
   /** false only in the bench (ingest cost without usage); default true. */
   usage?: boolean;
+  /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
+  foldBeforeReadMs?: number;
 }
 
 /**
@@ -88,5 +90,5 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
-  }, options.usage ?? true);
+  }, options.usage ?? true, options.foldBeforeReadMs);
 }

@@ -17,6 +17,7 @@ import {
   InvalidCursorError,
   serverEventId,
   StoreUnavailableError,
+  FOLD_BEFORE_READ_MS,
   type ApiKeyRecord,
   type KeyScope,
   type CommitUnit,
@@ -335,6 +336,8 @@ export class PostgresStore implements Store {
     private readonly onClose: () => Promise<void>,
     /** false only in the bench: events are stored without usage receipts and outbox rows (so nothing is folded). */
     private readonly withUsage = true,
+    /** How long a usage read may fold a backlog before answering 503. */
+    foldBeforeReadMs = FOLD_BEFORE_READ_MS,
   ) {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
@@ -344,11 +347,11 @@ export class PostgresStore implements Store {
     // Every read folds what is pending first, so it sees every event committed before it.
     this.usage = {
       query: async (tenantId, query) => {
-        await fold.catchUp();
+        await fold.catchUp(Date.now() + foldBeforeReadMs);
         return reads.query(tenantId, query);
       },
       reconcile: async (tenantId, fromDay, toDay) => {
-        await fold.catchUp();
+        await fold.catchUp(Date.now() + foldBeforeReadMs);
         return reads.reconcile(tenantId, fromDay, toDay);
       },
       rebuild: (tenantId, fromHour, toHour) => fold.rebuild(tenantId, fromHour, toHour),

@@ -8,7 +8,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
-import type { UsageLag } from '../types.js';
+import { FoldBacklogError, type UsageLag } from '../types.js';
 import { serialized } from './serialized.js';
 import { FOLD_SQL, rollupSql } from './usage-sql.js';
 
@@ -26,14 +26,19 @@ export class PostgresUsageFold {
     private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
   ) {}
 
-  /** Folds every outbox row committed before the call (and any others the folds meet on the way). */
-  async catchUp(): Promise<void> {
+  /**
+   * Folds every outbox row committed before the call (and any others the folds meet on the way), a
+   * batch per transaction; a read passes its deadline (epoch ms) and gives up there.
+   */
+  async catchUp(deadline = Number.POSITIVE_INFINITY): Promise<void> {
     // Nothing pending (the usual case for a read): no lock, no transaction. Every row committed
     // before this statement has an id at most its max.
     const { rows } = await this.guarded(() => this.pool.query<{ last: string | null }>('SELECT max(id)::text AS last FROM usage_outbox'));
     const last = rows[0]?.last ?? null;
     if (last === null) return;
-    while ((await this.#locked((c) => fold(c, last))) > 0);
+    while ((await this.#locked((c) => fold(c, last))) > 0) {
+      if (Date.now() > deadline) throw new FoldBacklogError(`usage outbox rows up to id ${last}`);
+    }
   }
 
   /**

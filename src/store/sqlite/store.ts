@@ -3,7 +3,7 @@
  * run on reader threads (reader-pool.ts), each within a time budget; small unfiltered pages, key and
  * quarantine reads and key writes use a connection on the main thread. All connections run in WAL mode; the writing ones with synchronous=FULL.
  */
-import { StoreUnavailableError, serverEventId } from '../types.js';
+import { FOLD_BEFORE_READ_MS, FoldBacklogError, StoreUnavailableError, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
   QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference,
@@ -15,7 +15,7 @@ import { packUnit } from './layout.js';
 import { migrate } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { QuarantineReader } from './quarantine.js';
-import { ReadBudget } from './read-budget.js';
+import { ReadBudget, epochNow } from './read-budget.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
 import { UNFOLDED } from './usage-sql.js';
@@ -36,6 +36,8 @@ export interface SqliteStoreOptions {
   readBudgetMs?: number;
   /** false only in the bench (ingest cost without usage); default true. */
   usage?: boolean;
+  /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
+  foldBeforeReadMs?: number;
 }
 
 
@@ -53,7 +55,7 @@ export class SqliteStore implements Store {
   readonly #readBudgetMs: number;
   #closed = false;
 
-  constructor(db: Connection, writer: WriterThread, readers: ReaderPool, readBudgetMs: number) {
+  constructor(db: Connection, writer: WriterThread, readers: ReaderPool, readBudgetMs: number, foldBeforeReadMs = FOLD_BEFORE_READ_MS) {
     this.#db = db;
     this.#writer = writer;
     this.#readers = readers;
@@ -76,11 +78,14 @@ export class SqliteStore implements Store {
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
     };
     // Folds on the writer thread, a chunk per request, so commits waiting meanwhile go in between.
-    // The first answer fixes the goal: the last seq stored when the catch-up began.
-    const foldUsage = async () => {
+    // The first answer fixes the goal: the last seq stored when the catch-up began. A read gives up
+    // at its deadline.
+    const foldUsage = async (deadline = Infinity) => {
       let upTo: number | null = null;
-      do upTo = (await this.#writer.request({ type: 'foldUsage', upTo })) as number | null;
-      while (upTo !== null);
+      do {
+        if (upTo !== null && epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${upTo}`);
+        upTo = (await this.#writer.request({ type: 'foldUsage', upTo })) as number | null;
+      } while (upTo !== null);
     };
     const usageLag = db.prepare(`SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM counters WHERE name = 'usage_seq'),
       coalesce(unixepoch() - (SELECT timestamp + received_after FROM events WHERE ${UNFOLDED} ORDER BY seq LIMIT 1), 0)`).raw(true);
@@ -88,14 +93,14 @@ export class SqliteStore implements Store {
     // folds what is pending first, so it sees every event committed before it.
     this.usage = {
       query: async (tenantId: number, query: UsageStoreQuery) => {
-        await foldUsage();
+        await foldUsage(epochNow() + foldBeforeReadMs);
         return this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS);
       },
       reconcile: async (tenantId: number, fromDay: number, toDay: number) => {
-        await foldUsage();
+        await foldUsage(epochNow() + foldBeforeReadMs);
         return this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS);
       },
-      catchUp: foldUsage,
+      catchUp: () => foldUsage(),
       lag: () =>
         this.#run('usage lag', () => {
           const [pendingEvents, oldestSeconds] = usageLag.get() as [number, number];
@@ -217,7 +222,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   }
   const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
-  const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS);
+  const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {
     // Opens the writer's connection now, so a store that cannot write fails here rather than later.
     await store.checkWritable();

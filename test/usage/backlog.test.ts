@@ -1,0 +1,68 @@
+/**
+ * A read folds what was committed before it, but only for so long: with a backlog larger than the
+ * read's fold budget (a bulk load, a long outage of the job owner) it answers 503
+ * BM_ERR_QUERY_TIMEOUT with Retry-After instead of holding its connection past the HTTP server's
+ * idle timeout; once the background fold has worked the backlog off, the same read is exact. Real
+ * SQLite file and real PostgreSQL, the budget set to nothing so that a single fold chunk is all a
+ * read may do.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { BmError } from '../../src/errors.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { Store } from '../../src/store/types.js';
+import { parseUsageParams } from '../../src/usage/params.js';
+import { UsageService } from '../../src/usage/service.js';
+import { usageJson } from '../../src/usage/format.js';
+import { getObject, newTenant } from '../store/contract.js';
+import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+
+const T0 = Date.UTC(2026, 2, 1) / 1000;
+/** Units of 1,000 events: several of the stores' fold chunks (SQLite 10,000 events, PostgreSQL about 20,000). */
+const UNITS = 60;
+
+after(dropScratchDatabases);
+
+const BACKENDS: { name: string; skip: string | false; open(): Promise<Store> }[] = [
+  { name: 'sqlite', skip: false, open: () => openSqliteStore({ path: join(scratchDir('bm-backlog-').dir, 'bucketmeter.db'), foldBeforeReadMs: 0 }) },
+  {
+    name: 'postgres',
+    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
+    open: async () => openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 4, foldBeforeReadMs: 0 }),
+  },
+];
+
+for (const backend of BACKENDS) {
+  describe(`usage read behind a fold backlog (${backend.name})`, { skip: backend.skip }, () => {
+    it('answers 503 with Retry-After while the backlog lasts, then the exact count', async () => {
+      const store = await backend.open();
+      try {
+        const { tenantId } = await newTenant(store);
+        for (let u = 0; u < UNITS; u++) {
+          const events: NormalizedEvent[] = Array.from({ length: 1000 }, (_, i) => getObject(T0 + ((u * 1000 + i) % 3600), { objectKey: `k${u}-${i}` }));
+          await store.commit({ events: events.map((event) => ({ tenantId, receivedAt: T0 + 3600, event })), quarantine: [] });
+        }
+        const usage = new UsageService(store.usage, store.inventory);
+        const request = parseUsageParams({ from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z' });
+        const refused = await usage.query(tenantId, request).then(
+          () => assert.fail('answered with most of the events not yet folded'),
+          (err: unknown) => err,
+        );
+        assert.ok(refused instanceof BmError, String(refused));
+        assert.equal(refused.code, 'BM_ERR_QUERY_TIMEOUT');
+        assert.equal(refused.extra.retryAfter, 10);
+        assert.match(refused.message, /still being folded/);
+        assert.ok((await store.usage.lag()).pendingEvents > 0, 'the refused read left a backlog');
+
+        await store.usage.catchUp();
+        const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request))) as { rows: { requests: number }[] };
+        assert.deepEqual(answered.rows.map((r) => r.requests), [UNITS * 1000]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
