@@ -30,7 +30,7 @@ import { telemetryMetrics } from './metrics/telemetry.js';
 import type { Metrics } from './metrics/metrics.js';
 import { EventQueryService } from './query/events.js';
 import { SetupError } from './setup-error.js';
-import type { EventLog, Store } from './store/types.js';
+import { FOLD_BEFORE_READ_MS, type EventLog, type Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
 import { UsageService } from './usage/service.js';
 import { CostService } from './costs/service.js';
@@ -63,22 +63,27 @@ export function sqlitePath(config: Config): string {
 }
 
 /**
- * Opens the configured store. `create: false` (every command but `serve`) refuses to create an
- * SQLite database that is not there: run from the wrong folder, a command would otherwise make an
- * empty one and work on it, and the server would not know its keys.
- */
-/**
  * Set to 1 by the bench only, to measure ingest without usage rollups and receipts (the cost they
  * add). Not a setting: a store run with it has usage figures that verify reports as wrong.
  */
 const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
 
-export async function openStore(config: Config, logger: Logger, options: { create: boolean } = { create: true }): Promise<Store> {
+/**
+ * Opens the configured store. `create: false` (every command but `serve`) refuses to create an
+ * SQLite database that is not there: run from the wrong folder, a command would otherwise make an
+ * empty one and work on it, and the server would not know its keys.
+ *
+ * A server's usage read folds a backlog for at most half its idle timeout (twice
+ * --request-timeout-ms), up to FOLD_BEFORE_READ_MS, then answers 503 while the background fold works
+ * it off. A command has no background fold: its reads fold whatever is pending (`serve: false`).
+ */
+export async function openStore(config: Config, logger: Logger, options: { create: boolean; serve?: boolean } = { create: true, serve: true }): Promise<Store> {
   const usage = process.env[BENCH_NO_USAGE] !== '1';
+  const foldBeforeReadMs = options.serve === true ? Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs) : Number.POSITIVE_INFINITY;
   if (config.databaseUrl !== undefined) {
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
-    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage });
+    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage, foldBeforeReadMs });
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
   const path = sqlitePath(config);
@@ -91,7 +96,7 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage });
+  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage, foldBeforeReadMs });
   // What an operator checks first after a surprise: that every commit is fsynced (synchronous 2 = FULL).
   logger.debug({ path, ...(await store.settings()).writer }, 'SQLite store open');
   return store;

@@ -37,7 +37,7 @@ const BACKENDS: { name: string; skip: string | false; open(): Promise<Store> }[]
 
 for (const backend of BACKENDS) {
   describe(`usage read behind a fold backlog (${backend.name})`, { skip: backend.skip }, () => {
-    it('answers 503 with Retry-After while the backlog lasts, then the exact count', async () => {
+    it('refuses with BM_ERR_QUERY_TIMEOUT and a retryAfter (a 503 with Retry-After) while the backlog lasts, then answers the exact count', async () => {
       const store = await backend.open();
       try {
         const { tenantId } = await newTenant(store);
@@ -60,6 +60,23 @@ for (const backend of BACKENDS) {
         await store.usage.catchUp();
         const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request))) as { rows: { requests: number }[] };
         assert.deepEqual(answered.rows.map((r) => r.requests), [UNITS * 1000]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('answers a backlog that the read folds in one go, however short its budget', async () => {
+      const store = await backend.open();
+      try {
+        const { tenantId } = await newTenant(store);
+        // Under one fold chunk on either store: the read's first fold takes all of it.
+        const events: NormalizedEvent[] = Array.from({ length: 5000 }, (_, i) => getObject(T0 + (i % 3600), { objectKey: `k${i}` }));
+        for (let i = 0; i < events.length; i += 1000) {
+          await store.commit({ events: events.slice(i, i + 1000).map((event) => ({ tenantId, receivedAt: T0 + 3600, event })), quarantine: [] });
+        }
+        const request = parseUsageParams({ from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z' });
+        const answered = JSON.parse(usageJson(request, await new UsageService(store.usage, store.inventory).query(tenantId, request))) as { rows: { requests: number }[] };
+        assert.deepEqual(answered.rows.map((r) => r.requests), [5000]);
       } finally {
         await store.close();
       }

@@ -14,14 +14,17 @@ export class PgJobOwnership implements JobOwnership {
   #client: pg.Client | undefined;
   #closed = false;
 
-  // Asked four times a second while the store is down.
-  readonly #logger: WarnLogger;
+  // Asked four times a second while the store is down; one throttle per warning, so that a burst of
+  // one does not hide the other.
+  readonly #lockLost: WarnLogger;
+  readonly #askFailed: WarnLogger;
 
   constructor(
     private readonly url: string,
     logger?: WarnLogger,
   ) {
-    this.#logger = throttledWarn(logger);
+    this.#lockLost = throttledWarn(logger);
+    this.#askFailed = throttledWarn(logger);
   }
 
   async claimJobs(): Promise<boolean> {
@@ -32,7 +35,7 @@ export class PgJobOwnership implements JobOwnership {
         await this.#client.query('SELECT 1');
         return true;
       } catch (err) {
-        this.#logger.warn({ err }, 'lost the background-job lock connection; will try to claim the jobs again');
+        this.#lockLost.warn({ err }, 'lost the background-job lock connection; will try to claim the jobs again');
         this.#drop();
       }
     }
@@ -46,7 +49,7 @@ export class PgJobOwnership implements JobOwnership {
         return true;
       }
     } catch (err) {
-      this.#logger.warn({ err }, 'could not ask for the background-job lock; will try again');
+      this.#askFailed.warn({ err }, 'could not ask for the background-job lock; will try again');
     }
     await client.end().catch(() => {});
     return false;

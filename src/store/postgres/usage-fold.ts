@@ -36,9 +36,21 @@ export class PostgresUsageFold {
     const { rows } = await this.guarded(() => this.pool.query<{ last: string | null }>('SELECT max(id)::text AS last FROM usage_outbox'));
     const last = rows[0]?.last ?? null;
     if (last === null) return;
-    while ((await this.#locked((c) => fold(c, last))) > 0) {
-      if (Date.now() > deadline) throw new FoldBacklogError(`usage outbox rows up to id ${last}`);
+    const backlog = () => new FoldBacklogError(`usage outbox rows up to id ${last}`);
+    const batch = () => this.#locked((c) => fold(c, last));
+    // The first batch whatever the budget (as on SQLite, a read always folds one); the rest within it.
+    for (let n = await batch(); n > 0; n = await byDeadline(batch(), deadline, backlog)) {
+      // Past the deadline: done if that batch took the last rows (it still counted them), else refused.
+      if (Date.now() > deadline) {
+        if (await this.#pendingUpTo(last)) throw backlog();
+        return;
+      }
     }
+  }
+
+  async #pendingUpTo(last: string): Promise<boolean> {
+    const { rows } = await this.guarded(() => this.pool.query<{ left: boolean }>('SELECT EXISTS (SELECT 1 FROM usage_outbox WHERE id <= $1) AS left', [last]));
+    return rows[0]?.left === true;
   }
 
   /**
@@ -77,4 +89,14 @@ export class PostgresUsageFold {
 async function fold(c: PoolClient, upTo: string): Promise<number> {
   const { rows } = await c.query<{ n: number }>({ name: 'bm_usage_fold', text: FOLD_SQL, values: [upTo, FOLD_CHUNK_EVENTS] });
   return rows[0]!.n;
+}
+
+/** The work's answer, or `late()` thrown at the deadline (epoch ms); the work itself runs on either way. */
+function byDeadline<T>(work: Promise<T>, deadline: number, late: () => Error): Promise<T> {
+  if (deadline === Number.POSITIVE_INFINITY) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
