@@ -20,5 +20,11 @@ const files = roots.flatMap(find).sort();
 if (!process.env.TEST_DATABASE_URL) {
   console.warn('\n*** TEST_DATABASE_URL is not set: the PostgreSQL suites are SKIPPED (SQLite suites still run). ***\n');
 }
-const result = spawnSync(process.execPath, ['--test', ...process.argv.slice(3), ...files], { stdio: 'inherit' });
+// The default suite runs four files at once: most of a test's time is spent waiting on the servers
+// and commands it starts, and node's default (one file less than the cores: one at a time on two
+// cores) leaves the machine idle for much of the run. The long suites measure rates, latencies and
+// memory: they keep node's default. A --test-concurrency given on the command line wins.
+const extra = process.argv.slice(3);
+const concurrency = suite !== 'default' || extra.some((arg) => arg.startsWith('--test-concurrency')) ? [] : ['--test-concurrency=4'];
+const result = spawnSync(process.execPath, ['--test', ...concurrency, ...extra, ...files], { stdio: 'inherit' });
 process.exit(result.status ?? 1);

@@ -322,26 +322,45 @@ interface Compiled {
   readonly slots: ReadonlyMap<string, Slot>;
 }
 
-function compile(schema: SchemaObject, slots: ReadonlyMap<string, Slot>): Compiled {
-  return { schema, check: ajv.compile(schema), slots };
+interface Uncompiled {
+  readonly schema: SchemaObject;
+  readonly slots: ReadonlyMap<string, Slot>;
+  compiled?: Compiled;
 }
 
-const COMPILED = Object.fromEntries(
+const KINDS_UNCOMPILED = Object.fromEntries(
   ACTION_NAMES.map((action) => {
     const slots = kindSlots(action);
-    return [action, compile(kindSchema(action, slots), slots)];
+    const entry: Uncompiled = { schema: kindSchema(action, slots), slots };
+    return [action, entry];
   }),
-) as Record<ActionName, Compiled>;
+) as Record<ActionName, Uncompiled>;
 
 /** For an input whose action is unknown: its common fields can still be checked. */
-const COMPILED_COMMON = (() => {
+const COMMON_UNCOMPILED: Uncompiled = (() => {
   const slots = commonSlots();
-  return compile(objectSchema(slots), slots);
+  return { schema: objectSchema(slots), slots };
 })();
+
+/**
+ * Compiled on first use, not at import: compiling every kind costs a third of a second of CPU or
+ * more, which every command that never checks an event (`keys`, `usage`, ...) would pay at start. A
+ * validator compiles them all when it is made (compileSchemas), so `serve` pays it at start, not on
+ * its first requests.
+ */
+function compiled(entry: Uncompiled): Compiled {
+  entry.compiled ??= { schema: entry.schema, check: ajv.compile(entry.schema), slots: entry.slots };
+  return entry.compiled;
+}
+
+/** Compiles every schema now (a validator is about to be used). */
+export function compileSchemas(): void {
+  for (const entry of [...Object.values(KINDS_UNCOMPILED), COMMON_UNCOMPILED]) compiled(entry);
+}
 
 /** The JSON schema of every kind, as compiled (for documentation and tests). */
 export const KIND_SCHEMAS: Readonly<Record<ActionName, SchemaObject>> = Object.fromEntries(
-  ACTION_NAMES.map((action) => [action, COMPILED[action].schema]),
+  ACTION_NAMES.map((action) => [action, KINDS_UNCOMPILED[action].schema]),
 ) as Record<ActionName, SchemaObject>;
 
 /** What the caller already knows of the input being checked: its timestamp, parsed once (validate.ts). */
@@ -355,12 +374,12 @@ export interface CheckContext {
  * `errors` (several per path are possible; the caller keeps the first of each path).
  */
 export function checkKindSchema(action: ActionName, input: object, errors: FieldError[], context: CheckContext = {}): boolean {
-  return run(COMPILED[action], input, errors, context);
+  return run(compiled(KINDS_UNCOMPILED[action]), input, errors, context);
 }
 
 /** Checks only the common fields (other than `action`), for an input whose action is unknown. */
 export function checkCommonSchema(input: object, errors: FieldError[], context: CheckContext = {}): boolean {
-  return run(COMPILED_COMMON, input, errors, context);
+  return run(compiled(COMMON_UNCOMPILED), input, errors, context);
 }
 
 function run(compiled: Compiled, input: object, errors: FieldError[], context: CheckContext): boolean {

@@ -21,7 +21,7 @@ import type { ActionName, CommonFieldName, EventRecord, FieldName, NormalizedEve
 import { inexactNumberError } from './exact-number.js';
 import { describeReceived, pointerToken, quoteExcerpt } from './field-error.js';
 import type { FieldError } from './field-error.js';
-import { OBJECT_MEMBERS, checkCommonSchema, checkKindSchema } from './schemas.js';
+import { OBJECT_MEMBERS, checkCommonSchema, checkKindSchema, compileSchemas } from './schemas.js';
 import { formatTimestamp, parseTimestamp } from './timestamp.js';
 
 export interface EventValidatorOptions {
@@ -127,6 +127,7 @@ const PLANS = Object.fromEntries(ACTION_NAMES.map((action) => [action, planKind(
 
 export function createEventValidator(options: EventValidatorOptions): EventValidator {
   const { maxFutureSeconds, maxExtraBytes } = options;
+  compileSchemas();
   return {
     validate(input, nowSeconds) {
       if (!isPlainObject(input)) {
