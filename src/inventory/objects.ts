@@ -8,7 +8,7 @@ import type { Static } from '@sinclair/typebox';
 import { BmError } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 import { formatTimestamp, parseTimestamp } from '../events/timestamp.js';
-import { ReadTimeoutError } from '../store/types.js';
+import { timed } from '../query/timed.js';
 import type { InventoryEntryRecord, InventoryStore, ObjectsStoreQuery } from '../store/types.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -68,13 +68,7 @@ export class ObjectsService {
 
   async list(tenantId: number, raw: RawObjectsQuery): Promise<ObjectsPage> {
     const query = this.#parse(raw);
-    let entries: InventoryEntryRecord[];
-    try {
-      entries = await this.inventory.objects(tenantId, { ...query, limit: query.limit + 1 });
-    } catch (err) {
-      if (err instanceof ReadTimeoutError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
-      throw err;
-    }
+    const entries = await timed(this.inventory.objects(tenantId, { ...query, limit: query.limit + 1 }));
     const more = entries.length > query.limit;
     const page = more ? entries.slice(0, query.limit) : entries;
     const last = page[page.length - 1];

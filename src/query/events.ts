@@ -8,7 +8,8 @@ import { BmError } from '../errors.js';
 import { isActionName } from '../events/catalogue.js';
 import type { FieldError } from '../events/field-error.js';
 import { formatTimestamp, parseTimestamp } from '../events/timestamp.js';
-import { InvalidCursorError, ReadTimeoutError } from '../store/types.js';
+import { InvalidCursorError } from '../store/types.js';
+import { asQueryTimeout } from './timed.js';
 import type { EventLog, EventQuery, StoredEvent } from '../store/types.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -53,8 +54,7 @@ export class EventQueryService {
       const page = await this.log.listEvents(tenantId, query);
       return { events: page.events.map(present), nextCursor: page.nextCursor };
     } catch (err) {
-      if (err instanceof ReadTimeoutError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
-      if (!(err instanceof InvalidCursorError)) throw err;
+      if (!(err instanceof InvalidCursorError)) throw asQueryTimeout(err);
       const errors: FieldError[] = [{ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' }];
       throw new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made by this server', { errors }, { cause: err });
     }

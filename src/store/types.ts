@@ -201,7 +201,7 @@ export class ReadTimeoutError extends Error {
 }
 
 /**
- * How long a read may spend folding what was committed before it. A large backlog (a bulk load, a
+ * How long a read may spend folding (usage) or applying (the inventory) what was committed before it. A large backlog (a bulk load, a
  * long outage of the job owner) is the background jobs' to work off: a read that would wait longer
  * answers 503 with this error, rather than hold its connection until the HTTP server's idle timeout
  * (twice --request-timeout-ms) drops it without an answer.
@@ -210,7 +210,7 @@ export const FOLD_BEFORE_READ_MS = 20_000;
 
 export class FoldBacklogError extends ReadTimeoutError {
   constructor(what: string) {
-    super(`${what} committed before this read are still being folded (the background fold works off the backlog)`);
+    super(`${what} (the background job works off the backlog)`);
   }
 }
 

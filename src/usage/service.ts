@@ -4,7 +4,7 @@
  * Knows nothing of HTTP: the route and the CLI both call it.
  */
 import { BmError } from '../errors.js';
-import { FoldBacklogError, ReadTimeoutError } from '../store/types.js';
+import { timed } from '../query/timed.js';
 import type { InventoryStore, UsageColumns, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
 import { columnRows, rowColumns } from '../store/usage-columns.js';
 import { STORAGE_MEASURES, foldStorage } from '../inventory/measures.js';
@@ -96,20 +96,6 @@ export function decodeCursor(cursor: string, width: number): { start: number; va
   throw new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made for this query', {
     errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'the nextCursor of the previous page of the same query', received: 'another string' }],
   });
-}
-
-/** When to ask again while the background fold works off a backlog (it folds tens of thousands of events a second). */
-const FOLD_RETRY_AFTER_SECONDS = 10;
-
-/** A read stopped at its budget (no reader thread free in time, or a backlog to fold) is a 503 the caller may retry. */
-export async function timed<T>(read: Promise<T>): Promise<T> {
-  try {
-    return await read;
-  } catch (err) {
-    if (err instanceof FoldBacklogError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; retry shortly`, { retryAfter: FOLD_RETRY_AFTER_SECONDS }, { cause: err });
-    if (err instanceof ReadTimeoutError) throw new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
-    throw err;
-  }
 }
 
 const rowKey = (window: number, values: (string | null)[]) => JSON.stringify([window, values]);

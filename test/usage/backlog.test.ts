@@ -2,7 +2,8 @@
  * A read folds what was committed before it, but only for so long: with a backlog larger than the
  * read's fold budget (a bulk load, a long outage of the job owner) it answers 503
  * BM_ERR_QUERY_TIMEOUT with Retry-After instead of holding its connection past the HTTP server's
- * idle timeout; once the background fold has worked the backlog off, the same read is exact. Real
+ * idle timeout (the object inventory's catch-up the same); once the background job has worked the
+ * backlog off, the same read is exact. Real
  * SQLite file and real PostgreSQL, the budget set to nothing so that a single fold chunk is all a
  * read may do.
  */
@@ -17,6 +18,7 @@ import type { Store } from '../../src/store/types.js';
 import { parseUsageParams } from '../../src/usage/params.js';
 import { UsageService } from '../../src/usage/service.js';
 import { usageJson } from '../../src/usage/format.js';
+import { ObjectsService } from '../../src/inventory/objects.js';
 import { getObject, newTenant } from '../store/contract.js';
 import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
 
@@ -60,6 +62,32 @@ for (const backend of BACKENDS) {
         await store.usage.catchUp();
         const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request))) as { rows: { requests: number }[] };
         assert.deepEqual(answered.rows.map((r) => r.requests), [UNITS * 1000]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a read of the object inventory behind a catch-up backlog is refused the same way, then exact', async () => {
+      const store = await backend.open();
+      try {
+        const { tenantId } = await newTenant(store);
+        for (let u = 0; u < 20; u++) {
+          const events = Array.from({ length: 1000 }, (_, i) => ({ action: 'PutObject', timestamp: T0 + i, provider: 'aws', bucket: 'media', objectKey: `k${u}-${i}`, bytes: 10 }) as NormalizedEvent);
+          await store.commit({ events: events.map((event) => ({ tenantId, receivedAt: T0 + 3600, event })), quarantine: [] });
+        }
+        const objects = new ObjectsService(store.inventory);
+        const refused = await objects.list(tenantId, { bucket: 'media', limit: '1' }).then(
+          () => assert.fail('answered before 20,000 writes were applied'),
+          (err: unknown) => err,
+        );
+        assert.ok(refused instanceof BmError, String(refused));
+        assert.equal(refused.code, 'BM_ERR_QUERY_TIMEOUT');
+        assert.equal(refused.extra.retryAfter, 10);
+        assert.match(refused.message, /still being applied to the object inventory/);
+
+        await store.inventory.catchUp();
+        const page = await objects.list(tenantId, { bucket: 'media', limit: '1' });
+        assert.deepEqual(page.objects.map((o) => [o.key, o.size]), [['k0-0', 10]]);
       } finally {
         await store.close();
       }

@@ -15,7 +15,8 @@ import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches 
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import { serverEventId } from '../types.js';
+import { FOLD_BEFORE_READ_MS, FoldBacklogError, serverEventId } from '../types.js';
+import { byDeadline } from '../deadline.js';
 import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
   StorageIntervalFilter, StorageKey, StorageStoreQuery, StorageWindowSums,
@@ -64,12 +65,24 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   constructor(
     private readonly pool: Pool,
     private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
+    /** How long a read waits for the catch-up before answering 503 (the catch-up runs on). */
+    private readonly catchUpBeforeReadMs = FOLD_BEFORE_READ_MS,
   ) {}
+
+  /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
+  async #caughtUp(): Promise<void> {
+    if (!(await this.#pending())) return;
+    await byDeadline(this.catchUp(), Date.now() + this.catchUpBeforeReadMs, () => new FoldBacklogError('events committed before this read are still being applied to the object inventory'));
+  }
+
+  async #pending(): Promise<boolean> {
+    const { rows } = await this.guarded(() => this.pool.query('SELECT 1 FROM inventory_outbox LIMIT 1'));
+    return rows.length > 0;
+  }
 
   async catchUp(): Promise<void> {
     // Nothing pending (the usual case for a read): no lock, no transaction.
-    const { rows } = await this.guarded(() => this.pool.query('SELECT 1 FROM inventory_outbox LIMIT 1'));
-    if (rows.length === 0) return;
+    if (!(await this.#pending())) return;
     return this.#locked(async (c) => {
       const { rows } = await c.query<[number, string[], string[], string[]]>({
         text: 'SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
@@ -107,7 +120,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   }
 
   async verify(tenantId: number | null): Promise<InventoryDifference[]> {
-    await this.catchUp();
+    await this.#caughtUp();
     return this.#locked(async (c) => {
       const out: InventoryDifference[] = [];
       for (const tenant of await this.#tenants(c, tenantId)) {
@@ -136,7 +149,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   }
 
   async storage(tenantId: number, q: StorageStoreQuery): Promise<StorageWindowSums[]> {
-    await this.catchUp();
+    await this.#caughtUp();
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
@@ -176,7 +189,7 @@ FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.leng
   }
 
   async objects(tenantId: number, q: ObjectsStoreQuery): Promise<InventoryEntryRecord[]> {
-    await this.catchUp();
+    await this.#caughtUp();
     const [bucket] = await this.#ids([q.bucket]);
     if (bucket === undefined) return [];
     const params: unknown[] = [tenantId, bucket, q.at];
@@ -222,7 +235,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
   }
 
   async storageDeltas(tenantId: number, from: number, to: number): Promise<{ opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] }> {
-    await this.catchUp();
+    await this.#caughtUp();
     const cols = DIMS.join(', ');
     const opening = await this.guarded(() =>
       this.pool.query<(number | string)[]>({
@@ -246,7 +259,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
   }
 
   async storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): Promise<StorageInterval[]> {
-    await this.catchUp();
+    await this.#caughtUp();
     const params: unknown[] = [tenantId, to, from];
     let where = '';
     if (filter.buckets !== undefined) {

@@ -358,7 +358,7 @@ export class PostgresStore implements Store {
       catchUp: () => fold.catchUp(),
       lag: () => fold.lag(),
     };
-    this.inventory = new PostgresInventory(pool, guarded);
+    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs);
     this.storageFeed = this.inventory;
   }
 

@@ -9,6 +9,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
 import { FoldBacklogError, type UsageLag } from '../types.js';
+import { byDeadline } from '../deadline.js';
 import { serialized } from './serialized.js';
 import { FOLD_SQL, rollupSql } from './usage-sql.js';
 
@@ -36,7 +37,7 @@ export class PostgresUsageFold {
     const { rows } = await this.guarded(() => this.pool.query<{ last: string | null }>('SELECT max(id)::text AS last FROM usage_outbox'));
     const last = rows[0]?.last ?? null;
     if (last === null) return;
-    const backlog = () => new FoldBacklogError(`usage outbox rows up to id ${last}`);
+    const backlog = () => new FoldBacklogError(`usage outbox rows up to id ${last} committed before this read are still being folded into the rollups`);
     const batch = () => this.#locked((c) => fold(c, last));
     // The first batch whatever the budget (as on SQLite, a read always folds one); the rest within it.
     for (let n = await batch(); n > 0; n = await byDeadline(batch(), deadline, backlog)) {
@@ -89,14 +90,4 @@ export class PostgresUsageFold {
 async function fold(c: PoolClient, upTo: string): Promise<number> {
   const { rows } = await c.query<{ n: number }>({ name: 'bm_usage_fold', text: FOLD_SQL, values: [upTo, FOLD_CHUNK_EVENTS] });
   return rows[0]!.n;
-}
-
-/** The work's answer, or `late()` thrown at the deadline (epoch ms); the work itself runs on either way. */
-function byDeadline<T>(work: Promise<T>, deadline: number, late: () => Error): Promise<T> {
-  if (deadline === Number.POSITIVE_INFINITY) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(late()), Math.max(0, deadline - Date.now()));
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }

@@ -16,6 +16,7 @@ import { migrate } from './migrate.js';
 import { MIGRATIONS } from './migrations.js';
 import { QuarantineReader } from './quarantine.js';
 import { ReadBudget, epochNow } from './read-budget.js';
+import { byDeadline } from '../deadline.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
 import { UNFOLDED } from './usage-sql.js';
@@ -83,7 +84,7 @@ export class SqliteStore implements Store {
     const foldUsage = async (deadline = Infinity) => {
       let upTo: number | null = null;
       do {
-        if (upTo !== null && epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${upTo}`);
+        if (upTo !== null && epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${upTo} committed before this read are still being folded into the rollups`);
         upTo = (await this.#writer.request({ type: 'foldUsage', upTo })) as number | null;
       } while (upTo !== null);
     };
@@ -112,9 +113,14 @@ export class SqliteStore implements Store {
       },
     };
     const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
-    // Every read applies the outbox first (on the writer thread), so it sees every event committed before it.
+    // Every read applies the outbox first (on the writer thread), so it sees every event committed
+    // before it; past the budget it answers 503 and the catch-up runs on.
+    const inventoryPending = db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck();
     const caughtUp = async <T>(read: () => Promise<T>): Promise<T> => {
-      await inventoryWork('catchUp', null);
+      // Nothing pending (the usual case): no wait, whatever the budget.
+      if (await this.#run('inventory lag', () => inventoryPending.get() === 1)) {
+        await byDeadline(inventoryWork('catchUp', null), Date.now() + foldBeforeReadMs, inventoryBacklog);
+      }
       return read();
     };
     this.inventory = {
@@ -232,3 +238,5 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   }
   return store;
 }
+
+const inventoryBacklog = () => new FoldBacklogError('events committed before this read are still being applied to the object inventory');

@@ -1,0 +1,22 @@
+/** Store read errors that a client may retry, as the API's coded errors. */
+import { BmError } from '../errors.js';
+import { FoldBacklogError, ReadTimeoutError } from '../store/types.js';
+
+/** When to ask again while the background jobs work off a backlog (they fold tens of thousands of events a second). */
+const BACKLOG_RETRY_AFTER_SECONDS = 10;
+
+/** A read stopped at its budget (no reader thread free in time, or a backlog to fold) is a 503 the caller may retry. */
+export async function timed<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (err) {
+    throw asQueryTimeout(err);
+  }
+}
+
+/** The BM_ERR_QUERY_TIMEOUT for a store's timeout, else the error itself. */
+export function asQueryTimeout(err: unknown): unknown {
+  if (err instanceof FoldBacklogError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; retry shortly`, { retryAfter: BACKLOG_RETRY_AFTER_SECONDS }, { cause: err });
+  if (err instanceof ReadTimeoutError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
+  return err;
+}
