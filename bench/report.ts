@@ -100,7 +100,8 @@ export interface RunRecord {
 
 export interface UsageQueryResult {
   events: number;
-  loadSeconds: number;
+  /** null: a store kept by --usage-dir whose load time is not known. */
+  loadSeconds: number | null;
   diskBytesPerEvent: number;
   rollupBytesPerEvent: number;
   rollupObjects: { name: string; bytes: number }[];
@@ -459,7 +460,7 @@ export function renderReport(results: BenchResults): string {
     for (const size of run.usageQuery!) {
       lines.push(
         '',
-        `${run.phase} (run ${run.run}): ${num(size.events)} events over 30 days, loaded by store.commit() in ${num(size.loadSeconds, 1)} s; rollups ${num(size.rollupBytesPerEvent, 1)} of ${num(size.diskBytesPerEvent, 1)} bytes/event on disk (${size.rollupObjects.map((o) => `${o.name} ${(o.bytes / size.events).toFixed(1)}`).join(', ')}).`,
+        `${run.phase} (run ${run.run}): ${num(size.events)} events over 30 days, ${size.loadSeconds === null ? 'a store kept from an earlier load (--usage-dir)' : `loaded by store.commit() in ${num(size.loadSeconds, 1)} s`}; rollups ${num(size.rollupBytesPerEvent, 1)} of ${num(size.diskBytesPerEvent, 1)} bytes/event on disk (${size.rollupObjects.map((o) => `${o.name} ${(o.bytes / size.events).toFixed(1)}`).join(', ')}).`,
         '',
         '| query (30 days) | p50 ms, whole answer | rows | pages | rows/s |',
         '|---|--:|--:|--:|--:|',

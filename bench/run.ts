@@ -600,9 +600,7 @@ async function main(): Promise<void> {
     runs: records,
     summary: summarize(selected, records),
   };
-  const report = renderReport(results);
-  process.stdout.write(`\n${report}\n`);
-
+  // Written before the report is rendered: a run of many minutes is not lost to a report's mistake.
   const dir = join(ROOT, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
@@ -612,6 +610,8 @@ async function main(): Promise<void> {
   // Quick, partial and experimental runs keep their own file only: latest.json is the last full run.
   const complete = settings.mode === 'full' && settings.only === undefined && settings.cpuProf === undefined && settings.nodeFlags === undefined;
   if (complete) writeFileSync(join(dir, 'latest.json'), json);
+  const report = renderReport(results);
+  process.stdout.write(`\n${report}\n`);
   process.stdout.write(`results: ${file}${complete ? ' (and bench/results/latest.json)' : ''}\n`);
   if (settings.docs) {
     updateDocs(join(ROOT, 'docs/BENCHMARKS.md'), results, report);
