@@ -72,7 +72,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
   async #caughtUp(): Promise<void> {
     if (!(await this.#pending())) return;
-    await byDeadline(this.catchUp(), Date.now() + this.catchUpBeforeReadMs, () => new FoldBacklogError('events committed before this read are still being applied to the object inventory'));
+    await byDeadline(this.#apply(), Date.now() + this.catchUpBeforeReadMs, () => new FoldBacklogError('events committed before this read are still being applied to the object inventory'));
   }
 
   async #pending(): Promise<boolean> {
@@ -81,8 +81,12 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   }
 
   async catchUp(): Promise<void> {
-    // Nothing pending (the usual case for a read): no lock, no transaction.
-    if (!(await this.#pending())) return;
+    // Nothing pending (the usual case): no lock, no transaction.
+    if (await this.#pending()) await this.#apply();
+  }
+
+  /** Applies every pending outbox row, under the lock. */
+  #apply(): Promise<void> {
     return this.#locked(async (c) => {
       const { rows } = await c.query<[number, string[], string[], string[]]>({
         text: 'SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
