@@ -9,8 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 
+const dirs: string[] = [];
+
+/** A temporary directory, removed when this process exits (servers the test started have stopped by then). */
 export function tempDir(prefix = 'bm-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  if (dirs.length === 0) process.once('exit', removeDirs);
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+}
+
+function removeDirs(): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /** A temporary directory and the way to remove it. */
