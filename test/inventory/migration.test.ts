@@ -1,6 +1,8 @@
 /**
  * Upgrading a store from before the inventory (schema 4): the events already stored are queued in
- * the outbox by the migration, and the first read builds the inventory from them. Both stores.
+ * the outbox by the migration, and the first read builds the inventory from them. And from schema 5,
+ * whose inventory was built but has no per-key log (migration 7): the first catch-up logs every
+ * stored event, so that a late event is replayed with the history before the upgrade. Both stores.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -13,6 +15,7 @@ import { MIGRATIONS as PG_MIGRATIONS } from '../../src/store/postgres/migrations
 import { migrate as migratePg } from '../../src/store/postgres/migrate.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { Store } from '../../src/store/types.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { tempDir } from '../support/server.js';
@@ -50,6 +53,75 @@ async function oldStore(backend: 'sqlite' | 'postgres'): Promise<Store> {
   return openPostgresStore({ url: args[1]! });
 }
 
+const EVENTS_SQLITE = `INSERT INTO tenants (id, name, created_at) VALUES (1, 'old', ${T});
+  INSERT INTO dict (id, value) VALUES (1, 'aws'), (2, 'cus'), (3, 'photos');
+  INSERT INTO object_keys (id, value) VALUES (9, 'a');
+  INSERT INTO events (seq, tenant, timestamp, received_after, action, provider, customer, bucket, object_key, bytes, event_id)
+    VALUES (1, 1, ${T}, 5, 2, 1, 2, 3, 9, 100, 'put-a'), (2, 1, ${T + 60}, 5, 1, 1, 2, 3, 9, 100, 'get-a');
+  UPDATE counters SET value = 2 WHERE name = 'event_seq';`;
+// A tenant made by the code of schema 3 and later has its own sequence (migration 3), above its events' seqs.
+const EVENTS_PG = `INSERT INTO tenants (id, name) VALUES (1, 'old');
+  CREATE SEQUENCE event_seq_t1 AS bigint INCREMENT BY 1000 START WITH 1001;
+  INSERT INTO dict (id, value) VALUES (1, 'aws'), (2, 'cus'), (3, 'photos');
+  INSERT INTO events (seq, ts, received_at, tenant_id, action, provider_id, customer_id, bucket_id, object_key, bytes, event_id)
+    VALUES (1, ${T}, ${T + 5}, 1, 2, 1, 2, 3, 'a', 100, 'put-a'), (2, ${T + 60}, ${T + 65}, 1, 1, 1, 2, 3, 'a', 100, 'get-a');`;
+/** The inventory's tables of schema 5 (unchanged since): what its catch-up had built. */
+const BUILT_TABLES = ['inventory', 'inventory_hours'];
+
+/**
+ * A store of schema 5 whose inventory was built (the outbox applied) from the events of oldStore.
+ * Schema 5's catch-up is gone from the code, so the inventory it built is copied from a twin store
+ * of the current schema holding the same events (the inventory's tables did not change since).
+ */
+async function builtStore(backend: 'sqlite' | 'postgres'): Promise<Store> {
+  if (backend === 'sqlite') {
+    const twinPath = join(tempDir(), 'twin.db');
+    const twin = new Database(twinPath);
+    migrateSqlite(twin, SQLITE_MIGRATIONS.slice(0, 3), () => T);
+    twin.exec(EVENTS_SQLITE);
+    twin.close();
+    const built = await openSqliteStore({ path: twinPath });
+    await built.inventory.objects(1, { bucket: 'photos', at: T, includeVersions: false, limit: 1 });
+    await built.close();
+    const path = join(tempDir(), 'bucketmeter.db');
+    const db = new Database(path);
+    migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 3), () => T);
+    db.exec(EVENTS_SQLITE);
+    migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 5), () => T);
+    db.exec(`ATTACH '${twinPath}' AS twin; DELETE FROM inventory_outbox;
+      ${BUILT_TABLES.map((t) => `INSERT INTO ${t} SELECT * FROM twin.${t};`).join('\n')}
+      DETACH twin;`);
+    db.close();
+    return openSqliteStore({ path });
+  }
+  const pgUrl = async () => (await BACKENDS.find((b) => b.name === 'postgres')!.fresh())[1]!;
+  const [twinUrl, url] = [await pgUrl(), await pgUrl()];
+  const twin = new pg.Pool({ connectionString: twinUrl });
+  const pool = new pg.Pool({ connectionString: url });
+  try {
+    await migratePg(twin, PG_MIGRATIONS.slice(0, 3));
+    await twin.query(EVENTS_PG);
+    const built = await openPostgresStore({ url: twinUrl });
+    await built.inventory.objects(1, { bucket: 'photos', at: T, includeVersions: false, limit: 1 });
+    await built.close();
+    await migratePg(pool, PG_MIGRATIONS.slice(0, 3));
+    await pool.query(EVENTS_PG);
+    await migratePg(pool, PG_MIGRATIONS.slice(0, 5));
+    await pool.query('DELETE FROM inventory_outbox');
+    for (const table of BUILT_TABLES) {
+      const { rows, fields } = await twin.query(`SELECT * FROM ${table}`);
+      assert.ok(rows.length > 0, `the twin built ${table}`);
+      // Not the ids: new entries take theirs from the table's own sequence.
+      const columns = fields.map((f) => f.name).filter((c) => c !== 'id');
+      for (const row of rows) await pool.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, columns.map((c) => row[c]));
+    }
+  } finally {
+    await twin.end();
+    await pool.end();
+  }
+  return openPostgresStore({ url });
+}
+
 for (const backend of BACKENDS) {
   describe(`upgrade to the inventory (${backend.name})`, { skip: backend.skip }, () => {
     it('builds the inventory from the events already stored', async () => {
@@ -59,6 +131,27 @@ for (const backend of BACKENDS) {
         const listed = await store.inventory.objects(1, { bucket: 'photos', at: T + 3600, includeVersions: false, limit: 10 });
         assert.deepEqual(listed.map((o) => [o.objectKey, o.size, o.created.eventId, o.created.customerId]), [['a', 100n, 'put-a', 'cus']]);
         assert.deepEqual(await store.inventory.verify(1), []);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('from schema 5, logs the events of the inventory it built, so a late event is replayed with them', async () => {
+      const store = await builtStore(backend.name);
+      try {
+        const at = (t: number) => store.inventory.objects(1, { bucket: 'photos', at: t, includeVersions: false, limit: 10 }).then((list) => list.map((o) => [o.objectKey, o.size, o.created.eventId]));
+        assert.deepEqual(await at(T + 3600), [['a', 100n, 'put-a']]);
+        // Before put-a: without put-a in the log, the replay from T - 30 would drop its version.
+        const late = { action: 'PutObject', timestamp: T - 30, provider: 'aws', bucket: 'photos', objectKey: 'a', bytes: 40, eventId: 'put-early', customerId: 'cus' };
+        await store.commit({ events: [{ tenantId: 1, receivedAt: T + 7200, event: late as unknown as NormalizedEvent }], quarantine: [] });
+        assert.deepEqual(await at(T - 10), [['a', 40n, 'put-early']]);
+        assert.deepEqual(await at(T + 3600), [['a', 100n, 'put-a']]);
+        assert.deepEqual(await store.inventory.verify(1), []);
+        const day = Math.floor(T / 86400);
+        const [check] = await store.usage.reconcile(1, day, day + 1);
+        // Usage counted the events before the upgrade once (migration 6) and the late one after it.
+        assert.deepEqual(check!.events, [3n, 100n, 100n, 140n]);
+        for (const [shape, measures] of Object.entries(check!.rollups)) assert.deepEqual(measures, check!.events, shape);
       } finally {
         await store.close();
       }
