@@ -157,7 +157,7 @@ export function measureSql(c: EventColumns): string[] {
 }
 
 /** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */
-export function keySql(shape: Shape, c: EventColumns): string[] {
+export function keySql(shape: Pick<Shape, 'grain' | 'dimensions'>, c: EventColumns): string[] {
   return [c.tenant, `${c.timestamp} / ${GRAIN_HOURS[shape.grain] * 3600}`, ...shape.dimensions.map((d) => (d === 'action' ? c.action : `coalesce(${c.dims[d]}, 0)`))];
 }
 

@@ -2,10 +2,11 @@
  * SQLite's usage SQL: the rollup tables, and the statements that fold events into them. The single
  * writer hands out seqs in commit order, so the counter `usage_seq` (the last seq folded) is a feed
  * that misses nothing: the writer folds the seqs after it in bounded chunks, advancing it in the same
- * transaction; a rebuild folds a time range after deleting its rollup rows. Both use
- * rollupFromEvents, so they cannot disagree.
+ * transaction; a rebuild folds a time range after deleting its rollup rows. Both sum the events into
+ * the stage (stageFromEvents) and add the stage to every shape (rollupFromStage), so they cannot
+ * disagree.
  */
-import { DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 export const EVENT_COLUMNS: EventColumns = {
@@ -26,12 +27,45 @@ export function createShapeSql(shape: Shape): string {
 ) STRICT, WITHOUT ROWID;`;
 }
 
-/** Adds the measures of the events matching `where` (over `events`) to the shape's rows. */
+/** Adds the measures of the events matching `where` (over `events`) to the shape's rows: the migrations' fill. */
 export function rollupFromEvents(shape: Shape, where: string): string {
   const keys = keyColumns(shape);
   const exprs = keySql(shape, EVENT_COLUMNS);
   return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
 SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM events WHERE ${where}
+GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}
+ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+}
+
+/**
+ * The stage: events summed once per hour and every dimension, the finest grain, from which every
+ * shape is summed in turn. Each shape used to read and sort the events itself, eight times per fold:
+ * with traffic that repeats its dimensions (most of it), the stage is far smaller than the events
+ * and seven of the eight sorts all but vanish; when every event is its own row it costs what the
+ * eighth did. A connection's own temporary table, empty between transactions.
+ */
+const STAGE_KEYS = ['tenant', 'hour', ...DIMENSIONS.map((d) => DIMENSION_COLUMN[d])];
+
+export const CREATE_STAGE = `CREATE TEMP TABLE IF NOT EXISTS usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(', ')})`;
+
+export const CLEAR_STAGE = 'DELETE FROM temp.usage_stage';
+
+/** Sums the events matching `where` into the stage (empty before). */
+export function stageFromEvents(where: string): string {
+  const exprs = keySql({ grain: 'hour', dimensions: DIMENSIONS }, EVENT_COLUMNS);
+  return `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].join(', ')})
+SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM events WHERE ${where}
+GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}`;
+}
+
+/** Adds the stage's rows matching `where` (over the stage's columns) to the shape's rows. */
+export function rollupFromStage(shape: Shape, where = 'true'): string {
+  const keys = keyColumns(shape);
+  const perUnit = GRAIN_HOURS[shape.grain];
+  // Integer division of whole hours gives the UTC day, as timestamp / 86400 does.
+  const exprs = ['tenant', perUnit === 1 ? 'hour' : `hour / ${perUnit}`, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])];
+  return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
+SELECT ${[...exprs, ...MEASURE_COLUMNS.map((c) => `sum(${c})`)].join(', ')} FROM temp.usage_stage WHERE ${where}
 GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}
 ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
 }

@@ -14,7 +14,7 @@ import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
-import { UNFOLDED, UPSERT_RECEIPTS, rollupFromEvents } from './usage-sql.js';
+import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
 
 /**
@@ -32,6 +32,7 @@ const EVENT_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS];
 const INSERT_EVENT = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`;
 
 function prepare(db: Connection) {
+  db.exec(CREATE_STAGE);
   return {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
@@ -57,15 +58,16 @@ function prepare(db: Connection) {
     usageCursor: db.prepare("SELECT value FROM counters WHERE name = 'usage_seq'").pluck(),
     setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
-    rollups: SHAPES.map((shape) => db.prepare(rollupFromEvents(shape, 'seq > ? AND seq <= ?'))),
+    stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?')),
+    rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
+    clearStage: db.prepare(CLEAR_STAGE),
     receipts: db.prepare(UPSERT_RECEIPTS),
     inventoryOutbox: db.prepare(OUTBOX_FROM_SEQS),
     inventory: new InventoryWriter(db),
     rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
-    rebuildInsert: SHAPES.map((shape) =>
-      // Only what is folded: the events past the cursor are added by their fold.
-      db.prepare(rollupFromEvents(shape, `(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`)),
-    ),
+    // Only what is folded: the events past the cursor are added by their fold.
+    stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`)),
+    rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
   };
 }
 
@@ -204,13 +206,17 @@ class Writer {
   rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
     const s = this.#open();
     try {
+      // A day shape's whole days: a day row cannot be refilled in part. Each shape's range lies within
+      // the widest one, which is staged once.
+      const ranges = SHAPES.map((shape) => shapeRange(shape, fromHour, toHour));
       s.begin.run();
+      s.stageRebuild.run({ tenant: tenantId, fromSecond: Math.min(...ranges.map((r) => r.fromSecond)), toSecond: Math.max(...ranges.map((r) => r.toSecond)) });
       for (let i = 0; i < SHAPES.length; i++) {
-        // A day shape's whole days: a day row cannot be refilled in part.
-        const { from, to, fromSecond, toSecond } = shapeRange(SHAPES[i]!, fromHour, toHour);
+        const { from, to, fromSecond, toSecond } = ranges[i]!;
         s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
-        s.rebuildInsert[i]!.run({ tenant: tenantId, fromSecond, toSecond });
+        s.rebuildInsert[i]!.run({ fromHour: fromSecond / 3600, toHour: toSecond / 3600 });
       }
+      s.clearStage.run();
       s.commit.run();
       return null;
     } catch (err) {
@@ -234,7 +240,9 @@ class Writer {
     const to = Math.min(goal, cursor + FOLD_CHUNK_EVENTS);
     try {
       s.begin.run();
-      for (const rollup of s.rollups) rollup.run(cursor, to);
+      s.stageFold.run(cursor, to);
+      for (const rollup of s.rollups) rollup.run();
+      s.clearStage.run();
       s.setUsageCursor.run(to);
       s.commit.run();
     } catch (err) {
