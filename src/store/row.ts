@@ -78,7 +78,7 @@ export const DICT_FIELDS = fieldsOf('dict');
 export const TEXT_FIELDS = fieldsOf('text');
 export const INT_FIELDS = fieldsOf('int');
 export const BOOL_FIELDS = fieldsOf('bool');
-const JSON_FIELDS = fieldsOf('json');
+export const JSON_FIELDS = fieldsOf('json');
 
 /** The fields with a column of their own, in the order every backend lays them out: by class, then declaration. */
 export const COLUMN_FIELDS: readonly ColumnField[] = [...DICT_FIELDS, ...TEXT_FIELDS, ...INT_FIELDS, ...BOOL_FIELDS];
