@@ -75,6 +75,17 @@ SELECT t.tenant, t.f, t.a, t.b, extract(epoch FROM now())::bigint FROM (SELECT t
 WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND o.first_seq <= t.a AND o.last_seq >= t.b AND o.from_ts <= t.f);
 `;
 
+/** Migration 9: as SQLite's (sqlite/inventory.ts INVENTORY_ENDED_MIGRATION_SQL), a key's entries by kind and end. */
+export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, kind, ended)';
+
+/**
+ * A key's entries alive at k.f and started before it (`k` joined on bucket and object key), as two
+ * arms each an index range of inventory_ended, not a read of every entry the key ever had.
+ */
+export function aliveAtSql(cols: string, join: string, kinds: string): string {
+  return ['i.ended IS NULL', 'i.ended >= k.f'].map((arm) => `SELECT ${cols} FROM ${join} WHERE i.tenant = $1 AND i.kind IN (${kinds}) AND ${arm} AND i.started < k.f`).join(' UNION ALL ');
+}
+
 /** The commit statement's hook: one outbox row per tenant of the events it stored (`rows`, a CTE of events rows). */
 export function inventoryOutboxCte(rows: string): string {
   return `inventory_outbox_rows AS (INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)

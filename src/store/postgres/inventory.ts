@@ -23,7 +23,7 @@ import type {
 } from '../types.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
-import { ACTIONS, DELTA_COLUMNS, DIMS } from './inventory-sql.js';
+import { ACTIONS, DELTA_COLUMNS, DIMS, aliveAtSql } from './inventory-sql.js';
 
 const LOCK_INVENTORY = 5;
 
@@ -56,6 +56,8 @@ const EVENTS_FROM = `${EVENTS_SQL} AND ts >= $2`;
 
 /** The log's node code of a touches() node. */
 const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
+/** The inventory joined with key nodes ($2 buckets, $3 object keys, $4 the times they are replayed from). */
+const KEYS_JOIN = 'inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o';
 const nodeName = (n: string) => (n[0] === 'b' ? '' : splitKey(n.slice(1))[1]);
 type EventRow = [string, string, number, number, number, number, number, number, number | null, string | null, string | null, string | null, string | null, number | null, string | null, string | null];
 
@@ -409,8 +411,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         const keys = step.nodes.filter(([n]) => n[0] === 'k' && n[1] !== '?').map(([n, f]) => [...splitKey(n.slice(1)), f] as const);
         if (keys.length > 0) {
           const uploads = await c.query<[number, string, string]>({
-            text: `SELECT i.bucket, i.upload_id, k.f FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o
-              WHERE i.tenant = $1 AND i.kind = 3 AND i.started < k.f AND (i.ended IS NULL OR i.ended >= k.f)`,
+            text: aliveAtSql('i.bucket, i.upload_id, k.f', KEYS_JOIN, '3'),
             values: [tenant, keys.map(([b]) => Number(b)), keys.map(([, o]) => o), keys.map(([, , f]) => f)],
             rowMode: 'array',
           });
@@ -467,8 +468,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     };
     const [kb, kk, kf] = of('k');
     if (kb.length > 0) {
-      add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o
-        WHERE i.tenant = $1 AND i.kind IN (0, 1) ${relevant}`, [tenant, kb, kk, kf]));
+      add(await q(`SELECT ${cols} FROM ${KEYS_JOIN} WHERE i.tenant = $1 AND i.kind IN (0, 1) AND i.started >= k.f UNION ALL ${aliveAtSql(cols, KEYS_JOIN, '0, 1')}`, [tenant, kb, kk, kf]));
     }
     const [ub, uu, uf] = of('u');
     if (ub.length > 0) {

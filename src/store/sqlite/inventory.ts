@@ -99,6 +99,13 @@ SELECT t.tenant, t.f, t.a, t.b, unixepoch() FROM (SELECT tenant AS tenant, min(t
 WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND o.first_seq <= t.a AND o.last_seq >= t.b AND o.from_ts <= t.f);
 `;
 
+/**
+ * Migration 9: the entries of a key by kind and end, so a catch-up finds those alive at its replay's
+ * time (ended IS NULL, or ended at or after it) without reading every entry the key ever had (which
+ * inventory_key, by start, made it do: a hot key's whole history on each catch-up).
+ */
+export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, kind, ended)';
+
 const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
 type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
 
@@ -137,8 +144,12 @@ export class InventoryWriter {
 
   constructor(db: Connection) {
     const select = `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ?`;
-    // Entries a replay from ?2 loads (alive just before it) or redoes (started or ended at or after it).
+    // Entries a replay from @from loads (alive just before it) or redoes (started or ended at or after it).
     const relevant = 'AND (started >= @from OR ended IS NULL OR ended >= @from)';
+    // The same for a key in three disjoint arms, each an index range: started from @from, and started
+    // before it and alive at it (inventory_ended); not every entry the key ever had, as one OR did.
+    const byKey = (cols: string, kinds: string) => `SELECT ${cols} FROM inventory INDEXED BY inventory_ended WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND kind IN (${kinds})`;
+    const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL AND started < @from UNION ALL ${byKey(cols, kinds)} AND ended >= @from AND started < @from`;
     this.#s = {
       pending: db.prepare('SELECT tenant, first_seq, last_seq, id FROM inventory_outbox').raw(true),
       any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
@@ -152,10 +163,13 @@ export class InventoryWriter {
       logNode: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND node = ? AND name = ? AND ts >= ?').pluck(),
       logBucket: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND ts >= ?').pluck(),
       clearLog: db.prepare('DELETE FROM inventory_log WHERE tenant = ?'),
-      atKey: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND object_key = @name AND kind IN (0, 1) ${relevant}`).raw(true),
+      atKey: db
+        .prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory INDEXED BY inventory_key WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND started >= @from
+          AND kind IN (0, 1) UNION ALL ${aliveAt(ENTRY_COLUMNS, '0, 1')}`)
+        .raw(true),
       atUpload: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND upload_id = @name AND kind IN (2, 3) ${relevant}`).raw(true),
       atBucket: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket ${relevant}`).raw(true),
-      uploadsAt: db.prepare('SELECT upload_id FROM inventory WHERE tenant = ? AND bucket = ? AND object_key = ? AND kind = 3 AND started < ? AND (ended IS NULL OR ended >= ?)').pluck(),
+      uploadsAt: db.prepare(aliveAt('upload_id', '3')).pluck(),
       uploadKeys: db.prepare('SELECT object_key FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND kind = 3 AND started <= ?').pluck(),
       remove: db.prepare('DELETE FROM inventory WHERE id = ?'),
       end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
@@ -290,7 +304,7 @@ export class InventoryWriter {
         for (const seq of s.logNode.all(tenant, name(nodeBucket(n)), NODE_CODE[n[0]!], n[0] === 'b' ? '' : splitKey(n.slice(1))[1], from) as number[]) seqs.add(seq);
         const [bucket, objectKey] = splitKey(n.slice(1));
         if (n[0] !== 'k' || bucket.startsWith('?')) continue;
-        for (const upload of s.uploadsAt.all(tenant, Number(bucket), objectKey, from, from) as string[]) c.uploadAt(`${bucket}\u0000${upload}`, from);
+        for (const upload of s.uploadsAt.all({ tenant, bucket: Number(bucket), name: objectKey, from }) as string[]) c.uploadAt(`${bucket}\u0000${upload}`, from);
       }
       for (const [bucket, from] of step.buckets) for (const seq of s.logBucket.all(tenant, name(bucket), from) as number[]) seqs.add(seq);
       for (const [upload, at] of step.uploads) {

@@ -267,6 +267,30 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
                 batch: 1,
               },
             ],
+            // Late events (the second round) before a key's stored history: its entries alive at their
+            // time (b1/a v1, never ended), ended after it (b2/a's put at 3575), started after it (3590),
+            // and ended before it (3572, not needed) are each found by their own arm; a copy reads the key.
+            [
+              {
+                ops: [
+                  { bucket: 'b1', timestamp: T0 + 3570, action: 'PutObject', objectKey: 'a', versionId: 'v1', bytes: 1 },
+                  { bucket: 'b2', timestamp: T0 + 3575, action: 'PutObject', objectKey: 'a', bytes: 2 },
+                  { bucket: 'b2', timestamp: T0 + 3590, action: 'PutObject', objectKey: 'a', bytes: 3 },
+                  { bucket: 'b2', timestamp: T0 + 3572, action: 'PutObject', objectKey: 'a', bytes: 4 },
+                  { bucket: 'b1', timestamp: T0 + 3600, action: 'PutObject', objectKey: 'a', versionId: 'v2', bytes: 5 },
+                  { bucket: 'b2', timestamp: T0 + 3585, action: 'CopyObject', objectKey: 'c/d', copySource: { bucket: 'b2', objectKey: 'a' } },
+                  { bucket: 'b2', timestamp: T0 + 3580, action: 'PutObject', objectKey: 'a', bytes: 6 },
+                  { bucket: 'b1', timestamp: T0 + 3580, action: 'DeleteObject', objectKey: 'a', hardDeletedVersionId: 'v1' },
+                  { bucket: 'b1', timestamp: T0 + 3581, action: 'CopyObject', objectKey: 'b', copySource: { bucket: 'b1', objectKey: 'a' } },
+                  { bucket: 'b1', timestamp: T0 + 3578, action: 'PutObject', objectKey: 'a', versionId: 'v3', bytes: 7 },
+                  { bucket: 'b2', timestamp: T0 + 3595, action: 'DeleteObject', objectKey: 'a' },
+                ],
+                order: [],
+                newestFirst: false,
+                rounds: 2,
+                batch: 1,
+              },
+            ],
           ],
         },
       );
