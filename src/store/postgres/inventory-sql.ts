@@ -76,14 +76,14 @@ WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND
 `;
 
 /** Migration 9: as SQLite's (sqlite/inventory.ts INVENTORY_ENDED_MIGRATION_SQL), a key's entries by kind and end. */
-export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, kind, ended)';
+export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, ended, kind)';
 
 /**
- * A key's entries alive at k.f and started before it (`k` joined on bucket and object key), as two
- * arms each an index range of inventory_ended, not a read of every entry the key ever had.
+ * A key's entries alive at k.f or made since (an entry never ends before it starts; `join` joins `k` on
+ * bucket and object key), as two ranges of inventory_ended, not a test of every entry the key ever had.
  */
 export function aliveAtSql(cols: string, join: string, kinds: string): string {
-  return ['i.ended IS NULL', 'i.ended >= k.f'].map((arm) => `SELECT ${cols} FROM ${join} WHERE i.tenant = $1 AND i.kind IN (${kinds}) AND ${arm} AND i.started < k.f`).join(' UNION ALL ');
+  return ['i.ended IS NULL', 'i.ended >= k.f'].map((arm) => `SELECT ${cols} FROM ${join} WHERE i.tenant = $1 AND i.kind IN (${kinds}) AND ${arm}`).join(' UNION ALL ');
 }
 
 /** The commit statement's hook: one outbox row per tenant of the events it stored (`rows`, a CTE of events rows). */

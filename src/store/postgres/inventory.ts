@@ -410,12 +410,13 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         for (const [seq] of rows) seqs.add(seq);
         const keys = step.nodes.filter(([n]) => n[0] === 'k' && n[1] !== '?').map(([n, f]) => [...splitKey(n.slice(1)), f] as const);
         if (keys.length > 0) {
-          const uploads = await c.query<[number, string, string]>({
-            text: aliveAtSql('i.bucket, i.upload_id, k.f', KEYS_JOIN, '3'),
+          // Made before k.f is tested here: in SQL, PostgreSQL reads the key's entries by start instead.
+          const uploads = await c.query<[number, string, string, string]>({
+            text: aliveAtSql('i.bucket, i.upload_id, k.f, i.started', KEYS_JOIN, '3'),
             values: [tenant, keys.map(([b]) => Number(b)), keys.map(([, o]) => o), keys.map(([, , f]) => f)],
             rowMode: 'array',
           });
-          for (const [bucket, uploadId, f] of uploads.rows) closure.uploadAt(`${bucket}\u0000${uploadId}`, Number(f));
+          for (const [bucket, uploadId, f, started] of uploads.rows) if (Number(started) < Number(f)) closure.uploadAt(`${bucket}\u0000${uploadId}`, Number(f));
         }
       }
       if (step.buckets.length > 0) {
@@ -468,7 +469,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     };
     const [kb, kk, kf] = of('k');
     if (kb.length > 0) {
-      add(await q(`SELECT ${cols} FROM ${KEYS_JOIN} WHERE i.tenant = $1 AND i.kind IN (0, 1) AND i.started >= k.f UNION ALL ${aliveAtSql(cols, KEYS_JOIN, '0, 1')}`, [tenant, kb, kk, kf]));
+      add(await q(aliveAtSql(cols, KEYS_JOIN, '0, 1'), [tenant, kb, kk, kf]));
     }
     const [ub, uu, uf] = of('u');
     if (ub.length > 0) {

@@ -104,7 +104,7 @@ WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND
  * time (ended IS NULL, or ended at or after it) without reading every entry the key ever had (which
  * inventory_key, by start, made it do: a hot key's whole history on each catch-up).
  */
-export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, kind, ended)';
+export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, ended, kind)';
 
 const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
 type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
@@ -146,10 +146,10 @@ export class InventoryWriter {
     const select = `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ?`;
     // Entries a replay from @from loads (alive just before it) or redoes (started or ended at or after it).
     const relevant = 'AND (started >= @from OR ended IS NULL OR ended >= @from)';
-    // The same for a key in three disjoint arms, each an index range: started from @from, and started
-    // before it and alive at it (inventory_ended); not every entry the key ever had, as one OR did.
+    // The same for a key (an entry never ends before it starts: alive at @from or made since), as two
+    // ranges of inventory_ended, not a test of every entry the key ever had (inventory_key has no end).
     const byKey = (cols: string, kinds: string) => `SELECT ${cols} FROM inventory INDEXED BY inventory_ended WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND kind IN (${kinds})`;
-    const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL AND started < @from UNION ALL ${byKey(cols, kinds)} AND ended >= @from AND started < @from`;
+    const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL UNION ALL ${byKey(cols, kinds)} AND ended >= @from`;
     this.#s = {
       pending: db.prepare('SELECT tenant, first_seq, last_seq, id FROM inventory_outbox').raw(true),
       any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
@@ -163,13 +163,10 @@ export class InventoryWriter {
       logNode: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND node = ? AND name = ? AND ts >= ?').pluck(),
       logBucket: db.prepare('SELECT seq FROM inventory_log WHERE tenant = ? AND bucket = ? AND ts >= ?').pluck(),
       clearLog: db.prepare('DELETE FROM inventory_log WHERE tenant = ?'),
-      atKey: db
-        .prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory INDEXED BY inventory_key WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND started >= @from
-          AND kind IN (0, 1) UNION ALL ${aliveAt(ENTRY_COLUMNS, '0, 1')}`)
-        .raw(true),
+      atKey: db.prepare(aliveAt(ENTRY_COLUMNS, '0, 1')).raw(true),
       atUpload: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket AND upload_id = @name AND kind IN (2, 3) ${relevant}`).raw(true),
       atBucket: db.prepare(`${select.replace('?', '@tenant')} AND bucket = @bucket ${relevant}`).raw(true),
-      uploadsAt: db.prepare(aliveAt('upload_id', '3')).pluck(),
+      uploadsAt: db.prepare(`SELECT upload_id FROM (${aliveAt('upload_id, started', '3')}) WHERE started < @from`).pluck(),
       uploadKeys: db.prepare('SELECT object_key FROM inventory WHERE tenant = ? AND bucket = ? AND upload_id = ? AND kind = 3 AND started <= ?').pluck(),
       remove: db.prepare('DELETE FROM inventory WHERE id = ?'),
       end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
