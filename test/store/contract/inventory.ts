@@ -268,8 +268,8 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
               },
             ],
             // Late events (the second round) before a key's stored history: its entries alive at their
-            // time (b1/a v1, never ended), ended after it (b2/a's put at 3575), started after it (3590),
-            // and ended before it (3572, not needed) are each found by their own arm; a copy reads the key.
+            // time and never ended (b1/a v1), ended after it (b2/a's put at 3575), made after it (3590),
+            // and ended before it (3572, not read) are each replayed as they must be; a copy reads the key.
             [
               {
                 ops: [
