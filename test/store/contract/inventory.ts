@@ -268,8 +268,9 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
               },
             ],
             // Late events (the second round) before a key's stored history: its entries alive at their
-            // time and never ended (b1/a v1), ended after it (b2/a's put at 3575), made after it (3590),
-            // and ended before it (3572, not read) are each replayed as they must be; a copy reads the key.
+            // time and never ended (b1/a v1), ended after it (b2/a's put at 3575), made after it and
+            // ended already (3590), and ended before it (3572, not read) are each replayed as they must
+            // be; a copy reads the key.
             [
               {
                 ops: [
@@ -277,13 +278,14 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
                   { bucket: 'b2', timestamp: T0 + 3575, action: 'PutObject', objectKey: 'a', bytes: 2 },
                   { bucket: 'b2', timestamp: T0 + 3590, action: 'PutObject', objectKey: 'a', bytes: 3 },
                   { bucket: 'b2', timestamp: T0 + 3572, action: 'PutObject', objectKey: 'a', bytes: 4 },
-                  { bucket: 'b1', timestamp: T0 + 3600, action: 'PutObject', objectKey: 'a', versionId: 'v2', bytes: 5 },
+                  { bucket: 'b2', timestamp: T0 + 3592, action: 'PutObject', objectKey: 'a', bytes: 5 },
                   { bucket: 'b2', timestamp: T0 + 3585, action: 'CopyObject', objectKey: 'c/d', copySource: { bucket: 'b2', objectKey: 'a' } },
                   { bucket: 'b2', timestamp: T0 + 3580, action: 'PutObject', objectKey: 'a', bytes: 6 },
                   { bucket: 'b1', timestamp: T0 + 3580, action: 'DeleteObject', objectKey: 'a', hardDeletedVersionId: 'v1' },
                   { bucket: 'b1', timestamp: T0 + 3581, action: 'CopyObject', objectKey: 'b', copySource: { bucket: 'b1', objectKey: 'a' } },
                   { bucket: 'b1', timestamp: T0 + 3578, action: 'PutObject', objectKey: 'a', versionId: 'v3', bytes: 7 },
                   { bucket: 'b2', timestamp: T0 + 3595, action: 'DeleteObject', objectKey: 'a' },
+                  { bucket: 'b1', timestamp: T0 + 3600, action: 'PutObject', objectKey: 'a', versionId: 'v2', bytes: 8 },
                 ],
                 order: [],
                 newestFirst: false,
