@@ -8,7 +8,7 @@
  * the mix's own lateness (seconds, 5% up to an hour); `spread`: each event's time is drawn over the 30
  * days (bench/usage-query.ts's loader, where every chunk reaches back to the start).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -29,9 +29,10 @@ const rng = new Rng(MIX_SEED + 7);
 const validator = createEventValidator({ maxFutureSeconds: SETTINGS.maxFutureSeconds.default, maxExtraBytes: SETTINGS.maxExtraBytes.default });
 
 let store: Store;
-if (backend === 'sqlite') {
+const dir = backend === 'sqlite' ? mkdtempSync(join(tmpdir(), 'bm-growth-')) : undefined;
+if (dir !== undefined) {
   const { openSqliteStore } = await import('../src/store/sqlite/index.js');
-  store = await openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), 'bm-growth-')), 'bucketmeter.db'), logger: pino({ level: 'silent' }) });
+  store = await openSqliteStore({ path: join(dir, 'bucketmeter.db'), logger: pino({ level: 'silent' }) });
 } else {
   const { openPostgresStore } = await import('../src/store/postgres/index.js');
   store = await openPostgresStore({ url: backend });
@@ -65,3 +66,5 @@ for (let done = 0; done < total; ) {
   }
 }
 await store.close();
+// Hundreds of MB at a million events.
+if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
