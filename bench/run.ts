@@ -243,12 +243,16 @@ async function runRaw(settings: Settings, phase: Phase, record: RunRecord): Prom
   }
 }
 
-/** The four queries of the issue; `hot` is the hottest customer of the mix. */
+/** The four queries of the issue, then three with stored bytes; `hot` is the hottest customer of the mix. */
 const USAGE_QUERIES = (from: string, to: string, hot: string) => [
   { name: 'day, groupBy customerId', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId` },
   { name: 'none, groupBy customerId,featureId,action', query: `from=${from}&to=${to}&groupBy=customerId,featureId,action` },
   { name: 'day, groupBy clientId, one hot customer', query: `from=${from}&to=${to}&granularity=day&groupBy=clientId&customerId=${hot}` },
   { name: 'hour, no groupBy', query: `from=${from}&to=${to}&granularity=hour` },
+  // With the object inventory's stored-bytes measures (issues 14 and 17): the overview's totals, a chart, a table.
+  { name: 'none, no groupBy, storage', query: `from=${from}&to=${to}&storage=true` },
+  { name: 'day, groupBy provider, storage', query: `from=${from}&to=${to}&granularity=day&groupBy=provider&storage=true` },
+  { name: 'none, groupBy customerId, storage', query: `from=${from}&to=${to}&groupBy=customerId&storage=true` },
 ];
 
 /**

@@ -2,7 +2,8 @@
  * Upgrading a store from before the inventory (schema 4): the events already stored are queued in
  * the outbox by the migration, and the first read builds the inventory from them. And from schema 5,
  * whose inventory was built but has no per-key log (migration 7): the first catch-up logs every
- * stored event, so that a late event is replayed with the history before the upgrade. Both stores.
+ * stored event, so that a late event is replayed with the history before the upgrade. From before the
+ * coarse delta shapes (schema 9): migration 10 fills them from the stored hourly deltas. Both stores.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { Store } from '../../src/store/types.js';
+import { COARSE_SHAPES, STORAGE_SHAPES } from '../../src/inventory/shapes.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { tempDir } from '../support/server.js';
 
@@ -152,6 +154,65 @@ for (const backend of BACKENDS) {
         // Usage counted the events before the upgrade once (migration 6) and the late one after it.
         assert.deepEqual(check!.events, [3n, 100n, 100n, 140n]);
         for (const [shape, measures] of Object.entries(check!.rollups)) assert.deepEqual(measures, check!.events, shape);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
+/** Opens a fresh store of the backend; `raw` runs SQL on its database with the store closed. */
+async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Promise<Store>; raw(sql: string): Promise<void> }> {
+  if (backend === 'sqlite') {
+    const path = join(tempDir(), 'bucketmeter.db');
+    return {
+      open: () => openSqliteStore({ path }),
+      raw: async (sql) => {
+        const db = new Database(path);
+        db.exec(sql);
+        db.close();
+      },
+    };
+  }
+  const url = (await BACKENDS.find((b) => b.name === 'postgres')!.fresh())[1]!;
+  return {
+    open: () => openPostgresStore({ url }),
+    raw: async (sql) => {
+      const pool = new pg.Pool({ connectionString: url });
+      try {
+        await pool.query(sql);
+      } finally {
+        await pool.end();
+      }
+    },
+  };
+}
+
+for (const backend of BACKENDS) {
+  describe(`upgrade to the coarse inventory delta shapes (${backend.name})`, { skip: backend.skip }, () => {
+    it('fills them from the hourly deltas already stored', async () => {
+      const fresh = await freshStore(backend.name);
+      const bounds = [T / 3600 - 1, T / 3600 + 1, T / 3600 + 3];
+      const queries = STORAGE_SHAPES.map((shape) => ({ bounds, groupBy: [...shape.dimensions], filters: {} }));
+      let store = await fresh.open();
+      let before: unknown[];
+      let tenantId: number;
+      try {
+        ({ tenantId } = await store.keys.create({ id: 'key_shapes', tenantName: 'shapes', hash: Buffer.alloc(32, 1), createdAt: T }));
+        const put = (eventId: string, at: number, bucket: string, objectKey: string, bytes: number, customerId: string) =>
+          ({ tenantId, receivedAt: T + 7200, event: { eventId, timestamp: at, action: 'PutObject', provider: 'aws', bucket, objectKey, bytes, customerId } as unknown as NormalizedEvent });
+        await store.commit({ events: [put('p1', T, 'photos', 'a', 100, 'cus'), put('p2', T + 60, 'videos', 'b', 5000, 'other'), put('p3', T + 3700, 'photos', 'a', 70, 'cus')], quarantine: [] });
+        before = await Promise.all(queries.map((q) => store.inventory.storage(tenantId, q)));
+      } finally {
+        await store.close();
+      }
+      // A store of schema 9 with its inventory built: no coarse shapes yet.
+      await fresh.raw(`${COARSE_SHAPES.map((shape) => `DROP TABLE ${shape.table};`).join('\n')}
+        DELETE FROM schema_migrations WHERE version = 10;`);
+      store = await fresh.open();
+      try {
+        assert.deepEqual(await Promise.all(queries.map((q) => store.inventory.storage(tenantId, q))), before);
+        assert.deepEqual(await store.inventory.verify(tenantId), []);
       } finally {
         await store.close();
       }

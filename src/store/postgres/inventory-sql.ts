@@ -1,8 +1,9 @@
 /** PostgreSQL's inventory schema and the event commit's hooks into its outbox (inventory.ts applies it). */
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
+import { DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, dimensionColumns } from '../../inventory/shapes.js';
 
-export const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'];
-export const DIMS = ['provider', 'bucket', 'customer', 'feature', 'client_type', 'client_id', 'action'];
+export { DELTA_COLUMNS };
+export const DIMS = DIMENSION_COLUMNS;
 export const ACTIONS = INVENTORY_ACTION_CODES.join(', ');
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
@@ -85,6 +86,17 @@ export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON in
 export function aliveAtSql(cols: string, join: string, kinds: string): string {
   return ['i.ended IS NULL', 'i.ended >= k.f'].map((arm) => `SELECT ${cols} FROM ${join} WHERE i.tenant = $1 AND i.kind IN (${kinds}) AND ${arm}`).join(' UNION ALL ');
 }
+
+/** Migration 10: the coarse hourly delta shapes (inventory/shapes.ts), filled from the full one. */
+export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
+  (shape) => `CREATE TABLE ${shape.table} (
+  tenant integer NOT NULL,
+  hour integer NOT NULL,
+  ${dimensionColumns(shape).map((c) => `${c} integer NOT NULL`).join(',\n  ')},
+  ${DELTA_COLUMNS.map((c) => `${c} bigint NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (tenant, hour, ${dimensionColumns(shape).join(', ')})
+);`,
+);
 
 /** The commit statement's hook: one outbox row per tenant of the events it stored (`rows`, a CTE of events rows). */
 export function inventoryOutboxCte(rows: string): string {

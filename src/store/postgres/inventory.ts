@@ -13,6 +13,8 @@ import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
 import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
+import { COARSE_SHAPES, compareShapes, dimensionColumns, dimensionIds, project, storageShapeFor } from '../../inventory/shapes.js';
+import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { FOLD_BEFORE_READ_MS, FoldBacklogError, serverEventId } from '../types.js';
@@ -116,6 +118,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
       for (const tenant of await this.#tenants(c, tenantId)) {
         await c.query('DELETE FROM inventory WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_hours WHERE tenant = $1', [tenant]);
+        for (const shape of COARSE_SHAPES) await c.query(`DELETE FROM ${shape.table} WHERE tenant = $1`, [tenant]);
         await c.query('DELETE FROM inventory_outbox WHERE tenant = $1', [tenant]);
         await c.query('DELETE FROM inventory_log WHERE tenant = $1', [tenant]);
         const all = await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER]);
@@ -137,11 +140,25 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
           values: [tenant],
           rowMode: 'array',
         });
+        const fine: ShapeRow[] = [];
         for (const r of h.rows) {
           const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
-          hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8).map((v) => BigInt(v)));
+          const values = r.slice(8).map((v) => BigInt(v));
+          hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), values);
+          fine.push({ hour: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values });
         }
         out.push(...compareInventory(tenant, [...(await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER])).values()], rows.map(entryOf), hours));
+        const coarse = new Map<StorageShape, ShapeRow[]>();
+        for (const shape of COARSE_SHAPES) {
+          const n = shape.dimensions.length;
+          const stored = await c.query<string[]>({
+            text: `SELECT hour, ${dimensionColumns(shape).join(', ')}, ${DELTA_COLUMNS.map((x) => `${x}::text`).join(', ')} FROM ${shape.table} WHERE tenant = $1`,
+            values: [tenant],
+            rowMode: 'array',
+          });
+          coarse.set(shape, stored.rows.map((r) => ({ hour: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n).map((v) => BigInt(v)) })));
+        }
+        out.push(...compareShapes(tenant, fine, coarse));
       }
       return out;
     });
@@ -154,8 +171,10 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     return { pending: Number(rows[0]![0]), oldestSeconds: Number(rows[0]![1]) };
   }
 
+  /** Read from the cheapest delta shape keeping every dimension the query groups or filters by (inventory/shapes.ts). */
   async storage(tenantId: number, q: StorageStoreQuery): Promise<StorageWindowSums[]> {
     await this.#caughtUp();
+    const table = storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).table;
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
@@ -169,11 +188,11 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     const sql = `SELECT width_bucket(u.hour, $2::integer[]) - 1 AS w${g}, sum(u.bytes)::text, sum(u.tail)::text,
   sum(u.bytes * (($2::integer[])[width_bucket(u.hour, $2::integer[]) + 1] - u.hour - 1))::text, sum(u.objects)::text, sum(u.markers)::text,
   sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM inventory_hours u WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${filter}
+FROM ${table} u WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${filter}
 GROUP BY 1${g}
 UNION ALL
 SELECT -1${g}, sum(u.bytes)::text, '0', '0', sum(u.objects)::text, sum(u.markers)::text, sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM inventory_hours u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
+FROM ${table} u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
     const { rows } = await this.guarded(() =>
       this.pool.query<(string | number | null)[]>({ text: sql, values: [tenantId, q.bounds, q.bounds[0], q.bounds[q.bounds.length - 1]], rowMode: 'array' }),
     );
@@ -524,28 +543,27 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         ],
       );
     }
-    const rows = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n));
-    if (rows.length > 0) {
-      const arr = (f: (r: (typeof rows)[number]) => unknown) => rows.map(f);
-      await c.query(
-        `INSERT INTO inventory_hours (tenant, hour, ${DIMS.join(', ')}, ${DELTA_COLUMNS.join(', ')})
-         SELECT $1, * FROM unnest($2::integer[], $3::integer[], $4::integer[], $5::integer[], $6::integer[], $7::integer[], $8::integer[], $9::integer[],
-           $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[])
-         ON CONFLICT (tenant, hour, ${DIMS.join(', ')}) DO UPDATE SET ${DELTA_COLUMNS.map((x) => `${x} = inventory_hours.${x} + excluded.${x}`).join(', ')}`,
-        [
-          tenant,
-          arr((r) => r.hour / 3600),
-          arr((r) => r.attribution.provider),
-          arr((r) => Number(r.bucket)),
-          arr((r) => r.attribution.customer),
-          arr((r) => r.attribution.feature),
-          arr((r) => r.attribution.clientType),
-          arr((r) => r.attribution.clientId),
-          arr((r) => KINDS[r.action].code),
-          ...[0, 1, 2, 3, 4, 5].map((i) => arr((r) => r.values[i]!.toString())),
-        ],
-      );
-    }
+    const written: ShapeRow[] = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n)).map((r) => ({ hour: r.hour / 3600, ids: dimensionIds(r), values: r.values }));
+    await this.#upsert(c, tenant, DIMS, 'inventory_hours', written);
+    // The coarse shapes' sums of the rows written: one row per coarse key.
+    for (const shape of COARSE_SHAPES) await this.#upsert(c, tenant, dimensionColumns(shape), shape.table, [...project(shape, written).values()]);
+  }
+
+  /** Adds delta rows to a shape's table (`columns`: its dimension columns, the rows' ids in that order). */
+  async #upsert(c: PoolClient, tenant: number, columns: readonly string[], table: string, rows: ShapeRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const arrays = [...columns.map(() => 'integer'), ...DELTA_COLUMNS.map(() => 'bigint')].map((type, i) => `$${i + 3}::${type}[]`);
+    await c.query(
+      `INSERT INTO ${table} (tenant, hour, ${columns.join(', ')}, ${DELTA_COLUMNS.join(', ')})
+       SELECT $1, * FROM unnest($2::integer[], ${arrays.join(', ')})
+       ON CONFLICT (tenant, hour, ${columns.join(', ')}) DO UPDATE SET ${DELTA_COLUMNS.map((x) => `${x} = ${table}.${x} + excluded.${x}`).join(', ')}`,
+      [
+        tenant,
+        rows.map((r) => r.hour),
+        ...columns.map((_, i) => rows.map((r) => r.ids[i])),
+        ...DELTA_COLUMNS.map((_, i) => rows.map((r) => r.values[i]!.toString())),
+      ],
+    );
   }
 
   /** Dictionary ids of plain values (undefined where absent). */

@@ -11,6 +11,8 @@ import type { ActionName } from '../../events/catalogue.js';
 import { Closure, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
+import { COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, project, storageShapeFor } from '../../inventory/shapes.js';
+import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { serverEventId } from '../types.js';
@@ -20,8 +22,7 @@ import type {
 } from '../types.js';
 import type { Connection } from './connection.js';
 
-const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'];
-const DIMS = ['provider', 'bucket', 'customer', 'feature', 'client_type', 'client_id', 'action'];
+const DIMS = DIMENSION_COLUMNS;
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -106,6 +107,16 @@ WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND
  */
 export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, ended, kind)';
 
+/** Migration 10: the coarse hourly delta shapes (inventory/shapes.ts), filled from the full one. */
+export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
+  (shape) => `CREATE TABLE ${shape.table} (
+  tenant INTEGER NOT NULL,
+  hour INTEGER NOT NULL,
+  ${[...dimensionColumns(shape), ...DELTA_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (tenant, hour, ${dimensionColumns(shape).join(', ')})
+) STRICT, WITHOUT ROWID;`,
+);
+
 const ENTRY_COLUMNS = 'id, kind, bucket, object_key, version_id, upload_id, part_number, size, started, created_by, action, provider, customer, feature, client_type, client_id, ended, ended_by';
 type EntryRow = [number, number, number, string | null, string | null, string | null, number | null, number | bigint | null, number, string, number, number, number, number, number, number, number | null, string | null];
 
@@ -176,6 +187,17 @@ export class InventoryWriter {
         ON CONFLICT DO UPDATE SET ${DELTA_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
       clear: db.prepare('DELETE FROM inventory WHERE tenant = ?'),
       clearHours: db.prepare('DELETE FROM inventory_hours WHERE tenant = ?'),
+      coarse: COARSE_SHAPES.map((shape) => {
+        const cols = dimensionColumns(shape);
+        return {
+          shape,
+          upsert: db.prepare(`INSERT INTO ${shape.table} (tenant, hour, ${cols.join(', ')}, ${DELTA_COLUMNS.join(', ')})
+            VALUES (${[2, cols.length, DELTA_COLUMNS.length].flatMap((n) => Array(n).fill('?')).join(', ')})
+            ON CONFLICT DO UPDATE SET ${DELTA_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
+          clear: db.prepare(`DELETE FROM ${shape.table} WHERE tenant = ?`),
+          rows: db.prepare(`SELECT hour, ${cols.join(', ')}, ${DELTA_COLUMNS.join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
+        };
+      }),
       clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
       tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
       all: db.prepare(select).raw(true),
@@ -216,6 +238,7 @@ export class InventoryWriter {
     for (const tenant of tenants) {
       this.#s.clear.run(tenant);
       this.#s.clearHours.run(tenant);
+      for (const c of this.#s.coarse) c.clear.run(tenant);
       this.#s.clearOutbox.run(tenant);
       this.#s.clearLog.run(tenant);
       const all = this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER);
@@ -230,11 +253,19 @@ export class InventoryWriter {
     for (const tenant of tenants) {
       const stored = (this.#s.all.all(tenant) as EntryRow[]).map(entryOf);
       const hours = new Map<string, bigint[]>();
+      const fine: ShapeRow[] = [];
       for (const r of this.#s.hours.safeIntegers(true).all(tenant) as bigint[][]) {
         const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
         hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
+        fine.push({ hour: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values: r.slice(8) });
       }
       out.push(...compareInventory(tenant, [...this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER).values()], stored, hours));
+      const coarse = new Map<StorageShape, ShapeRow[]>();
+      for (const c of this.#s.coarse) {
+        const n = c.shape.dimensions.length;
+        coarse.set(c.shape, (c.rows.all(tenant) as bigint[][]).map((r) => ({ hour: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n) })));
+      }
+      out.push(...compareShapes(tenant, fine, coarse));
     }
     return out;
   }
@@ -346,11 +377,15 @@ export class InventoryWriter {
       s.insert.run(tenant, KIND_CODE[e.kind], Number(e.bucket), e.objectKey, e.versionId, e.uploadId, e.partNumber, e.size, e.start, e.createdBy, KINDS[e.action].code,
         a.provider, a.customer, a.feature, a.clientType, a.clientId, e.end, e.endedBy);
     }
+    const written: ShapeRow[] = [];
     for (const row of deltas.rows.values()) {
       if (row.values.every((v) => v === 0n)) continue;
-      const a = row.attribution;
-      s.delta.run(a.provider, Number(row.bucket), a.customer, a.feature, a.clientType, a.clientId, KINDS[row.action].code, ...row.values, tenant, row.hour / 3600);
+      const ids = dimensionIds(row);
+      s.delta.run(...ids, ...row.values, tenant, row.hour / 3600);
+      written.push({ hour: row.hour / 3600, ids, values: row.values });
     }
+    // The coarse shapes' sums of the rows written: one upsert per coarse key.
+    for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.hour, ...r.ids, ...r.values);
   }
 }
 
@@ -368,7 +403,9 @@ export class InventoryReader {
     return { pending, oldestSeconds: oldest };
   }
 
+  /** Read from the cheapest delta shape keeping every dimension the query groups or filters by (inventory/shapes.ts). */
   storage(tenantId: number, q: StorageStoreQuery): StorageWindowSums[] {
+    const table = storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).table;
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = this.#filterIds(dimension, values);
@@ -381,10 +418,10 @@ export class InventoryReader {
     const sums = `sum(u.bytes), sum(u.tail), sum(u.bytes * (w.e - u.hour - 1)), sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)`;
     const windows = JSON.stringify(q.bounds.slice(0, -1).map((start, i) => [start, q.bounds[i + 1]]));
     const inWindows = this.#prepare(`WITH w(i, s, e) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(?))
-SELECT w.i${g}, ${sums} FROM w CROSS JOIN inventory_hours u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
+SELECT w.i${g}, ${sums} FROM w CROSS JOIN ${table} u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
 GROUP BY w.i${g}`).raw(true).safeIntegers(true).all(windows, tenantId) as bigint[][];
     const opening = this.#prepare(`SELECT -1${g}, sum(u.bytes), 0, 0, sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)
-FROM inventory_hours u WHERE u.tenant = ? AND u.hour < ?${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`).raw(true).safeIntegers(true).all(tenantId, q.bounds[0]) as bigint[][];
+FROM ${table} u WHERE u.tenant = ? AND u.hour < ?${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`).raw(true).safeIntegers(true).all(tenantId, q.bounds[0]) as bigint[][];
     const n = q.groupBy.length;
     return [...opening, ...inWindows]
       .filter((row) => row[1 + n] !== null)

@@ -5,7 +5,7 @@
 
 import type { Migration } from '../types.js';
 import { USAGE_CURSOR_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
-import { INVENTORY_ENDED_MIGRATION_SQL, INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL } from './inventory.js';
+import { INVENTORY_ENDED_MIGRATION_SQL, INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL, INVENTORY_SHAPES_MIGRATION_SQL } from './inventory.js';
 
 export type { Migration };
 
@@ -167,5 +167,10 @@ CREATE INDEX events_tenant_seq ON events (tenant);
     version: 9,
     name: 'inventory entries by key and end',
     sql: INVENTORY_ENDED_MIGRATION_SQL,
+  },
+  {
+    version: 10,
+    name: 'coarse hourly inventory delta shapes',
+    sql: INVENTORY_SHAPES_MIGRATION_SQL,
   },
 ];

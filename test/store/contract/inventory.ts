@@ -11,12 +11,17 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { NormalizedEvent } from '../../../src/events/catalogue.js';
 import { foldStorage } from '../../../src/inventory/measures.js';
-import type { InventoryStore, KeyStore, StorageFeed, EventLog } from '../../../src/store/types.js';
+import { COARSE_SHAPES, STORAGE_SHAPES, storageShapeFor } from '../../../src/inventory/shapes.js';
+import type { InventoryStore, KeyStore, StorageFeed, EventLog, StorageStoreQuery, StorageWindowSums } from '../../../src/store/types.js';
+import { DIMENSIONS } from '../../../src/usage/shapes.js';
+import type { Dimension } from '../../../src/usage/shapes.js';
 import { measures, simulate } from '../../inventory/reference.js';
 import type { Life, RefEvent } from '../../inventory/reference.js';
 
 export interface OpenedInventoryStore {
   store: EventLog & { keys: KeyStore; inventory: InventoryStore; storageFeed: StorageFeed };
+  /** Runs SQL on the store's database from outside it, as an operator (or a bug) would. */
+  damage(sql: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -160,6 +165,37 @@ async function expectMatches(store: OpenedInventoryStore['store'], tenantId: num
       assert.deepEqual(got, want, `${note}: objects of ${b} at ${at}`);
     }
   }
+}
+
+/** Every dimension varied: two providers, and features, client types and client ids (some absent). */
+const attributionArb = fc.record({
+  provider: fc.constantFrom('wasabi', 'aws'),
+  featureId: fc.option(fc.constantFrom('f1', 'f2'), { nil: undefined }),
+  clientType: fc.option(fc.constantFrom('web', 'ios'), { nil: undefined }),
+  clientId: fc.option(fc.constantFrom('k1', 'k2', 'k3'), { nil: undefined }),
+});
+const variedArb = fc.array(fc.tuple(opArb, attributionArb), { minLength: 10, maxLength: 40 });
+
+/** A store's window sums as comparable lines, in one order. */
+const lines = (sums: StorageWindowSums[]) => sums.map((r) => `${r.window}|${JSON.stringify(r.values)}|${r.sums.join(',')}`).sort();
+
+/**
+ * What the full table's answer (grouped by every dimension, DIMENSIONS order) says for `q`, summed
+ * here: the rows whose values pass q's filters (null is ''), added per window and q's groups.
+ */
+function regroup(full: StorageWindowSums[], q: StorageStoreQuery): StorageWindowSums[] {
+  const at = (d: Dimension) => DIMENSIONS.indexOf(d);
+  const out = new Map<string, StorageWindowSums>();
+  for (const row of full) {
+    const passes = (Object.entries(q.filters) as [Dimension, string[]][]).every(([d, values]) => values.includes(row.values[at(d)] ?? ''));
+    if (!passes) continue;
+    const values = q.groupBy.map((d) => row.values[at(d)]!);
+    const key = JSON.stringify([row.window, values]);
+    const got = out.get(key);
+    if (got === undefined) out.set(key, { window: row.window, values, sums: [...row.sums] });
+    else got.sums = got.sums.map((v, i) => v + row.sums[i]!);
+  }
+  return [...out.values()];
 }
 
 export function inventoryContract(name: string, open: () => Promise<OpenedInventoryStore>): void {
@@ -320,6 +356,68 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
         ['p2', 4000, 9000, 300n],
       ]);
       assert.deepEqual((await store.storageFeed.storageIntervals(tenantId, T0, T0 + 3 * 3600, { smallerThan: 500n })).map((i) => i.createdBy), ['p2']);
+    });
+
+    it('answers from every delta shape exactly as from the full one, for every groupBy and filter', async () => {
+      const store = opened!.store;
+      const routed = new Set<string>();
+      await fc.assert(
+        fc.asyncProperty(variedArb, async (ops) => {
+          const tenantId = await tenant();
+          const events = ops.map(([op, a], i) => ({ ...wire({ ...op, eventId: `e${String(i).padStart(3, '0')}`, provider: a.provider }), ...Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined)) }));
+          for (let i = 0; i < events.length; i += 7) {
+            await store.commit({ events: events.slice(i, i + 7).map((event) => ({ tenantId, receivedAt: T0 + 100_000, event: event as NormalizedEvent })), quarantine: [] });
+          }
+          for (const bounds of WINDOW_SETS) {
+            const full = await store.inventory.storage(tenantId, { bounds, groupBy: [...DIMENSIONS], filters: {} });
+            // Each set of dimensions a query needs: grouped by all of them; and its first one as a filter (a value seen, or none), the rest grouped.
+            for (let mask = 0; mask < 1 << DIMENSIONS.length; mask++) {
+              const needed = DIMENSIONS.filter((_, i) => (mask & (1 << i)) !== 0);
+              routed.add(storageShapeFor(needed).name);
+              const queries: StorageStoreQuery[] = [{ bounds, groupBy: needed, filters: {} }];
+              const [first, ...rest] = needed;
+              const seen = full.map((r) => r.values[DIMENSIONS.indexOf(first!)] ?? '');
+              if (first !== undefined && seen.length > 0) {
+                queries.push({ bounds, groupBy: rest, filters: { [first]: first === 'action' ? [seen[0]!] : [seen[0]!, ''] } });
+              }
+              for (const q of queries) {
+                assert.deepEqual(lines(await store.inventory.storage(tenantId, q)), lines(regroup(full, q)), `${JSON.stringify(q)} from ${storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).name}`);
+              }
+            }
+          }
+          assert.deepEqual(await store.inventory.verify(tenantId), []);
+        }),
+        { numRuns: Number(process.env.INVENTORY_RUNS ?? 12) / 4 },
+      );
+      assert.deepEqual([...routed].sort(), STORAGE_SHAPES.map((shape) => shape.name).sort());
+    });
+
+    it('verify finds a damaged coarse delta row, and rebuild mends it', async () => {
+      const store = opened!.store;
+      const tenantId = await tenant();
+      const events: RefEvent[] = [
+        { eventId: 'p1', timestamp: T0 + 600, action: 'PutObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a', bytes: 1000, customerId: 'c1' },
+        { eventId: 'p2', timestamp: T0 + 4000, action: 'PutObject', provider: 'wasabi', bucket: 'b1', objectKey: 'a', versionId: 'v1', bytes: 300, customerId: 'c2' },
+        { eventId: 'd1', timestamp: T0 + 9000, action: 'DeleteObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a' },
+      ];
+      await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0 + 20_000, event: wire(e) })), quarantine: [] });
+      const bounds = [H0, H0 + 1, H0 + 2, H0 + 3];
+      const answers = async () => Promise.all(STORAGE_SHAPES.map(async (shape) => lines(await store.inventory.storage(tenantId, { bounds, groupBy: [...shape.dimensions], filters: {} }))));
+      const before = await answers();
+      assert.deepEqual(await store.inventory.verify(tenantId), []);
+      for (const shape of COARSE_SHAPES) {
+        await opened!.damage(`UPDATE ${shape.table} SET bytes = bytes + 7 WHERE tenant = ${tenantId} AND hour = ${H0 + 1}`);
+      }
+      await opened!.damage(`DELETE FROM ${COARSE_SHAPES[0]!.table} WHERE tenant = ${tenantId} AND hour = ${H0}`);
+      const found = await store.inventory.verify(tenantId);
+      for (const shape of COARSE_SHAPES) {
+        assert.ok(found.some((d) => d.check.startsWith(`${shape.name} hour ${H0 + 1}/`) && d.actual !== 'absent'), `${shape.name}: ${JSON.stringify(found)}`);
+      }
+      assert.ok(found.some((d) => d.check.startsWith(`${COARSE_SHAPES[0]!.name} hour ${H0}/`) && d.actual === 'absent'), JSON.stringify(found));
+      assert.notDeepEqual(await answers(), before);
+      await store.inventory.rebuild(tenantId);
+      assert.deepEqual(await store.inventory.verify(tenantId), []);
+      assert.deepEqual(await answers(), before);
     });
 
     it('reports its lag, and none once caught up', async () => {
