@@ -1,12 +1,12 @@
 /**
- * The inventory's hourly delta shapes, declared once for both stores: each is a table keyed by
- * (tenant, hour, its dimensions) holding the six delta sums (timeline.ts DELTA_MEASURES). The full
- * one, `inventory_hours`, keeps every dimension (about a row per inventory event) and feeds the cost
- * feed; the coarser ones are its sums over fewer dimensions, written in the same transaction, so a
- * storage read that groups and filters by few dimensions reads few rows. Sums are linear: a coarse
+ * The inventory's delta shapes, declared once for both stores: each is a table keyed by (tenant, hour
+ * or UTC day, its dimensions) holding the six delta sums (timeline.ts DELTA_MEASURES). The full one,
+ * `inventory_hours`, keeps every dimension (about a row per inventory event) and feeds the cost feed;
+ * the coarser ones are its sums over fewer dimensions or per day, written in the same transaction, so
+ * a storage read that groups and filters by few dimensions reads few rows. Sums are linear: a coarse
  * shape answers exactly what the full one would. A coarse row exists exactly where a full row with
  * its key does (a change writes the coarse rows of every full row it writes, zero sums included), so
- * an answer has the same groups from any shape. `storageShapeFor` routes (docs: README "Stored bytes").
+ * an answer has the same groups from any shape. `planStorage` routes (docs: README "Stored bytes").
  */
 import { KINDS } from '../events/catalogue.js';
 import type { ActionName } from '../events/catalogue.js';
@@ -18,34 +18,114 @@ import type { Attribution } from './timeline.js';
 /** The delta columns of every shape, in timeline.ts DELTA_MEASURES order. */
 export const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'] as const;
 
+export type StorageGrain = 'hour' | 'day';
+
 export interface StorageShape {
   name: string;
   table: string;
+  /** Also the name of its time column: hours or UTC days since the epoch. */
+  grain: StorageGrain;
   dimensions: readonly Dimension[];
 }
 
 /**
- * Cheapest first (rows per hour at the bench's mix: 50 buckets, 1,000 customers):
- * - `tenant`: provider and action; totals and per-provider or per-kind charts (tens of rows an hour);
- * - `bucket`: provider and bucket; stored bytes per bucket;
- * - `customer`: customer alone; stored bytes per customer;
- * - `fine`: every dimension (`inventory_hours`); anything else, and the cost feed.
+ * A day shape's seventh column: Σ bytes × the hours left in the UTC day after each delta's hour, so
+ * that Σ bytes × (window end − hour − 1), what byte-hours need of each delta, is exact from days too:
+ * it is `bytes_left + bytes × (window end − day end)`.
+ */
+export const BYTES_LEFT = 'bytes_left';
+
+/** A shape's value columns: the deltas, and a day shape's BYTES_LEFT. */
+export const valueColumns = (shape: StorageShape): string[] => (shape.grain === 'day' ? [...DELTA_COLUMNS, BYTES_LEFT] : [...DELTA_COLUMNS]);
+
+/**
+ * Cheapest first (rows of 30 days at the bench's 1M events: 50 buckets, 1,000 customers; the full
+ * one 568k):
+ * - `tenant`: provider and action; totals and per-provider or per-kind charts (10k rows);
+ * - `bucket`: provider and bucket; stored bytes per bucket (34k);
+ * - `customer`: customer alone; stored bytes per customer (233k);
+ * - `fine`: every dimension (`inventory_hours`); anything else, and the cost feed;
+ * and per UTC day, for the whole days of long windows and of the opening (every delta before the
+ * first window, which grows with the store's age): `tenant_day`, `bucket_day`, `customer_day` (30k).
  */
 export const STORAGE_SHAPES: readonly StorageShape[] = [
-  { name: 'tenant', table: 'inventory_tenant_hours', dimensions: ['provider', 'action'] },
-  { name: 'bucket', table: 'inventory_bucket_hours', dimensions: ['provider', 'bucket'] },
-  { name: 'customer', table: 'inventory_customer_hours', dimensions: ['customerId'] },
-  { name: 'fine', table: 'inventory_hours', dimensions: DIMENSIONS },
+  { name: 'tenant', table: 'inventory_tenant_hours', grain: 'hour', dimensions: ['provider', 'action'] },
+  { name: 'bucket', table: 'inventory_bucket_hours', grain: 'hour', dimensions: ['provider', 'bucket'] },
+  { name: 'customer', table: 'inventory_customer_hours', grain: 'hour', dimensions: ['customerId'] },
+  { name: 'fine', table: 'inventory_hours', grain: 'hour', dimensions: DIMENSIONS },
+  { name: 'tenant_day', table: 'inventory_tenant_days', grain: 'day', dimensions: ['provider', 'action'] },
+  { name: 'bucket_day', table: 'inventory_bucket_days', grain: 'day', dimensions: ['provider', 'bucket'] },
+  { name: 'customer_day', table: 'inventory_customer_days', grain: 'day', dimensions: ['customerId'] },
 ];
 
-export const FINE_SHAPE = STORAGE_SHAPES[STORAGE_SHAPES.length - 1]!;
+export const FINE_SHAPE = STORAGE_SHAPES.find((shape) => shape.name === 'fine')!;
 /** The shapes derived from the full one: written beside it, filled and checked from it. */
-export const COARSE_SHAPES = STORAGE_SHAPES.slice(0, -1);
+export const COARSE_SHAPES = STORAGE_SHAPES.filter((shape) => shape !== FINE_SHAPE);
 
-/** The cheapest shape that keeps every dimension in `needed` (the full one keeps them all). */
-export function storageShapeFor(needed: Iterable<Dimension>): StorageShape {
+/** The cheapest shape of `grain` that keeps every dimension in `needed` (for hours, the full one keeps them all). */
+export function storageShapeFor(needed: Iterable<Dimension>, grain: StorageGrain = 'hour'): StorageShape | undefined {
   const wanted = [...needed];
-  return STORAGE_SHAPES.find((shape) => wanted.every((d) => shape.dimensions.includes(d)))!;
+  return STORAGE_SHAPES.find((shape) => shape.grain === grain && wanted.every((d) => shape.dimensions.includes(d)));
+}
+
+/** Rows [from, to) of a shape (in its grain's units) that fold into window `window` (−1: the opening), which ends at hour `end`. */
+export interface StorageSpan {
+  window: number;
+  from: number;
+  to: number;
+  end: number;
+}
+
+export interface StorageTerm {
+  shape: StorageShape;
+  spans: StorageSpan[];
+}
+
+/**
+ * The shapes and spans that answer windows `bounds` (hours since the epoch) and their opening (every
+ * hour before the first) exactly: the whole UTC days inside each from the cheapest day shape keeping
+ * every dimension in `needed`, the hours around them from the cheapest such hourly shape. Only whole
+ * days inside a window, never more taken away again: a group then has rows in a window exactly when
+ * it has deltas in it. A window holding no whole UTC day (a day in another zone than UTC, an hour),
+ * or `needed` no day shape keeps, is read by the hour.
+ */
+export function planStorage(needed: Iterable<Dimension>, bounds: readonly number[]): StorageTerm[] {
+  const wanted = [...needed];
+  const hourly = storageShapeFor(wanted, 'hour')!;
+  const daily = storageShapeFor(wanted, 'day');
+  const hours: StorageSpan[] = [];
+  const days: StorageSpan[] = [];
+  const add = (window: number, a: number, b: number, end: number) => {
+    const first = Math.ceil(a / 24);
+    const last = Math.floor(b / 24);
+    if (daily === undefined || first >= last) {
+      hours.push({ window, from: a, to: b, end });
+      return;
+    }
+    days.push({ window, from: first, to: last, end });
+    if (a < first * 24) hours.push({ window, from: a, to: first * 24, end });
+    if (last * 24 < b) hours.push({ window, from: last * 24, to: b, end });
+  };
+  // The opening from the earliest hour a store can hold (epoch seconds in an integer hour column).
+  add(-1, OPENING_FROM, bounds[0]!, bounds[0]!);
+  for (let window = 0; window + 1 < bounds.length; window++) add(window, bounds[window]!, bounds[window + 1]!, bounds[window + 1]!);
+  const terms: StorageTerm[] = [];
+  if (days.length > 0) terms.push({ shape: daily!, spans: days });
+  if (hours.length > 0) terms.push({ shape: hourly, spans: hours });
+  return terms;
+}
+
+/** Before any hour a store holds (a multiple of 24): where the opening's span starts. */
+export const OPENING_FROM = -24 * 1_000_000;
+
+/**
+ * A term's sums over its spans, as SQL aggregates over a shape's row `u` joined to a span `w` (its
+ * window's end in `w.${end}`), in StorageWindowSums order: Σbytes, Σtail, Σbytes × (window end − hour
+ * − 1), Σobjects, Σmarkers, Σunknown, ΣpartBytes.
+ */
+export function sumsSql(shape: StorageShape, end: string): string[] {
+  const weighted = shape.grain === 'day' ? `u.${BYTES_LEFT} + u.bytes * (w.${end} - 24 * u.day - 24)` : `u.bytes * (w.${end} - u.hour - 1)`;
+  return ['u.bytes', 'u.tail', weighted, 'u.objects', 'u.markers', 'u.unknown', 'u.part_bytes'].map((x) => `sum(${x})`);
 }
 
 /** A shape's dimension columns, in its key's order. */
@@ -53,6 +133,30 @@ export const dimensionColumns = (shape: StorageShape): string[] => shape.dimensi
 
 /** The full shape's dimension columns, in DIMENSIONS order. */
 export const DIMENSION_COLUMNS = dimensionColumns(FINE_SHAPE);
+
+/** A term's row: a window (−1: the opening), a group's dimension ids, and its sums (sumsSql). */
+export interface TermRow {
+  window: number;
+  ids: number[];
+  sums: bigint[];
+}
+
+/**
+ * Every term's rows added per window and group: a window's answer from days and hours. The opening
+ * carries levels only, its tail and weighted sums 0.
+ */
+export function addTerms(rows: Iterable<TermRow>): TermRow[] {
+  const out = new Map<string, TermRow>();
+  for (const row of rows) {
+    const key = `${row.window}/${row.ids.join('/')}`;
+    const got = out.get(key);
+    if (got === undefined) out.set(key, { window: row.window, ids: row.ids, sums: [...row.sums] });
+    else for (let i = 0; i < row.sums.length; i++) got.sums[i]! += row.sums[i]!;
+  }
+  const added = [...out.values()];
+  for (const row of added) if (row.window === -1) row.sums[1] = row.sums[2] = 0n;
+  return added;
+}
 
 /** A delta row as the stores write it (timeline.ts Deltas). */
 export interface DeltaRow {
@@ -69,9 +173,9 @@ export function dimensionIds(row: DeltaRow): number[] {
   return [a.provider, Number(row.bucket), a.customer, a.feature, a.clientType, a.clientId, KINDS[row.action].code];
 }
 
-/** A shape row: its hour (hours since the epoch), its dimension ids (shape order) and delta sums. */
+/** A shape row: its time (hours or days since the epoch), its dimension ids (shape order) and value columns. */
 export interface ShapeRow {
-  hour: number;
+  time: number;
   ids: number[];
   values: bigint[];
 }
@@ -83,13 +187,16 @@ export interface ShapeRow {
  */
 export function project(shape: StorageShape, rows: Iterable<ShapeRow>): Map<string, ShapeRow> {
   const at = shape.dimensions.map((d) => DIMENSIONS.indexOf(d));
+  const daily = shape.grain === 'day';
   const out = new Map<string, ShapeRow>();
   for (const row of rows) {
+    const time = daily ? Math.floor(row.time / 24) : row.time;
+    const values = daily ? [...row.values, row.values[0]! * BigInt(time * 24 + 23 - row.time)] : row.values;
     const ids = at.map((i) => row.ids[i]!);
-    const key = [row.hour, ...ids].join('/');
+    const key = [time, ...ids].join('/');
     const got = out.get(key);
-    if (got === undefined) out.set(key, { hour: row.hour, ids, values: [...row.values] });
-    else for (let i = 0; i < row.values.length; i++) got.values[i]! += row.values[i]!;
+    if (got === undefined) out.set(key, { time, ids, values: [...values] });
+    else for (let i = 0; i < values.length; i++) got.values[i]! += values[i]!;
   }
   return out;
 }
@@ -100,14 +207,14 @@ export function compareShapes(tenantId: number, fine: ShapeRow[], stored: Map<St
   for (const shape of COARSE_SHAPES) {
     const want = project(shape, fine);
     for (const row of stored.get(shape) ?? []) {
-      const key = [row.hour, ...row.ids].join('/');
+      const key = [row.time, ...row.ids].join('/');
       const expected = want.get(key);
       want.delete(key);
       if (expected === undefined || expected.values.some((v, i) => v !== row.values[i])) {
-        out.push({ tenantId, check: `${shape.name} hour ${key}`, expected: expected?.values.join(',') ?? 'absent', actual: row.values.join(',') });
+        out.push({ tenantId, check: `${shape.name} ${shape.grain} ${key}`, expected: expected?.values.join(',') ?? 'absent', actual: row.values.join(',') });
       }
     }
-    for (const [key, expected] of want) out.push({ tenantId, check: `${shape.name} hour ${key}`, expected: expected.values.join(','), actual: 'absent' });
+    for (const [key, expected] of want) out.push({ tenantId, check: `${shape.name} ${shape.grain} ${key}`, expected: expected.values.join(','), actual: 'absent' });
   }
   return out;
 }
@@ -119,8 +226,10 @@ export function compareShapes(tenantId: number, fine: ShapeRow[], stored: Map<St
 export function coarseShapesMigrationSql(create: (shape: StorageShape) => string): string {
   return COARSE_SHAPES.map((shape) => {
     const cols = dimensionColumns(shape).join(', ');
+    const time = shape.grain === 'day' ? 'hour / 24' : 'hour';
+    const left = shape.grain === 'day' ? [`sum(bytes * (hour / 24 * 24 + 23 - hour))`] : [];
     return `${create(shape)}
-INSERT INTO ${shape.table} (tenant, hour, ${cols}, ${DELTA_COLUMNS.join(', ')})
-SELECT tenant, hour, ${cols}, ${DELTA_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${FINE_SHAPE.table} GROUP BY tenant, hour, ${cols};`;
+INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${cols}, ${valueColumns(shape).join(', ')})
+SELECT tenant, ${time}, ${cols}, ${[...DELTA_COLUMNS.map((c) => `sum(${c})`), ...left].join(', ')} FROM ${FINE_SHAPE.table} GROUP BY tenant, ${time}, ${cols};`;
   }).join('\n');
 }

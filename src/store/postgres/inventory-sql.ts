@@ -1,6 +1,6 @@
 /** PostgreSQL's inventory schema and the event commit's hooks into its outbox (inventory.ts applies it). */
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
-import { DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, dimensionColumns } from '../../inventory/shapes.js';
+import { DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, dimensionColumns, valueColumns } from '../../inventory/shapes.js';
 
 export { DELTA_COLUMNS };
 export const DIMS = DIMENSION_COLUMNS;
@@ -91,10 +91,10 @@ export function aliveAtSql(cols: string, join: string, kinds: string): string {
 export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
   (shape) => `CREATE TABLE ${shape.table} (
   tenant integer NOT NULL,
-  hour integer NOT NULL,
+  ${shape.grain} integer NOT NULL,
   ${dimensionColumns(shape).map((c) => `${c} integer NOT NULL`).join(',\n  ')},
-  ${DELTA_COLUMNS.map((c) => `${c} bigint NOT NULL`).join(',\n  ')},
-  PRIMARY KEY (tenant, hour, ${dimensionColumns(shape).join(', ')})
+  ${valueColumns(shape).map((c) => `${c} bigint NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (tenant, ${shape.grain}, ${dimensionColumns(shape).join(', ')})
 );`,
 );
 

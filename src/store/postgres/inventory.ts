@@ -13,7 +13,7 @@ import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
 import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
-import { COARSE_SHAPES, compareShapes, dimensionColumns, dimensionIds, project, storageShapeFor } from '../../inventory/shapes.js';
+import { COARSE_SHAPES, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -145,18 +145,18 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
           const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
           const values = r.slice(8).map((v) => BigInt(v));
           hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), values);
-          fine.push({ hour: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values });
+          fine.push({ time: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values });
         }
         out.push(...compareInventory(tenant, [...(await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER])).values()], rows.map(entryOf), hours));
         const coarse = new Map<StorageShape, ShapeRow[]>();
         for (const shape of COARSE_SHAPES) {
           const n = shape.dimensions.length;
           const stored = await c.query<string[]>({
-            text: `SELECT hour, ${dimensionColumns(shape).join(', ')}, ${DELTA_COLUMNS.map((x) => `${x}::text`).join(', ')} FROM ${shape.table} WHERE tenant = $1`,
+            text: `SELECT ${shape.grain}, ${dimensionColumns(shape).join(', ')}, ${valueColumns(shape).map((x) => `${x}::text`).join(', ')} FROM ${shape.table} WHERE tenant = $1`,
             values: [tenant],
             rowMode: 'array',
           });
-          coarse.set(shape, stored.rows.map((r) => ({ hour: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n).map((v) => BigInt(v)) })));
+          coarse.set(shape, stored.rows.map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n).map((v) => BigInt(v)) })));
         }
         out.push(...compareShapes(tenant, fine, coarse));
       }
@@ -171,10 +171,9 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     return { pending: Number(rows[0]![0]), oldestSeconds: Number(rows[0]![1]) };
   }
 
-  /** Read from the cheapest delta shape keeping every dimension the query groups or filters by (inventory/shapes.ts). */
+  /** Read from the cheapest delta shapes keeping every dimension the query groups or filters by: days and hours (inventory/shapes.ts planStorage). */
   async storage(tenantId: number, q: StorageStoreQuery): Promise<StorageWindowSums[]> {
     await this.#caughtUp();
-    const table = storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).table;
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
@@ -184,18 +183,18 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
     const g = groups.map((c) => `, ${c}`).join('');
     const filter = where.map((w) => ` AND ${w}`).join('');
-    // One scan of the range, each row's window found by width_bucket (a binary search over the bounds).
-    const sql = `SELECT width_bucket(u.hour, $2::integer[]) - 1 AS w${g}, sum(u.bytes)::text, sum(u.tail)::text,
-  sum(u.bytes * (($2::integer[])[width_bucket(u.hour, $2::integer[]) + 1] - u.hour - 1))::text, sum(u.objects)::text, sum(u.markers)::text,
-  sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM ${table} u WHERE u.tenant = $1 AND u.hour >= $3 AND u.hour < $4${filter}
-GROUP BY 1${g}
-UNION ALL
-SELECT -1${g}, sum(u.bytes)::text, '0', '0', sum(u.objects)::text, sum(u.markers)::text, sum(u.unknown)::text, sum(u.part_bytes)::text
-FROM ${table} u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`;
-    const { rows } = await this.guarded(() =>
-      this.pool.query<(string | number | null)[]>({ text: sql, values: [tenantId, q.bounds, q.bounds[0], q.bounds[q.bounds.length - 1]], rowMode: 'array' }),
-    );
+    // Each term one index range scan per span, all in one statement.
+    const values: unknown[] = [tenantId];
+    const sql = planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds).map(({ shape, spans }) => {
+      const at = values.length;
+      values.push(spans.map((x) => x.window), spans.map((x) => x.from), spans.map((x) => x.to), spans.map((x) => x.end));
+      const time = `u.${shape.grain}`;
+      return `SELECT w.i${g}, ${sumsSql(shape, 'we').map((x) => `${x}::text`).join(', ')}
+FROM unnest($${at + 1}::integer[], $${at + 2}::integer[], $${at + 3}::integer[], $${at + 4}::integer[]) AS w(i, s, e, we)
+JOIN ${shape.table} u ON u.tenant = $1 AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
+GROUP BY w.i${g}`;
+    });
+    const { rows } = await this.guarded(() => this.pool.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }));
     const n = q.groupBy.length;
     const ids = new Set<number>();
     for (const row of rows) {
@@ -204,13 +203,12 @@ FROM ${table} u WHERE u.tenant = $1 AND u.hour < $3${filter}${groups.length > 0 
       });
     }
     const texts = await this.#texts([...ids]);
-    return rows
-      .filter((row) => row[1 + n] !== null)
-      .map((row) => ({
-        window: Number(row[0]),
-        values: q.groupBy.map((d, i) => (d === 'action' ? actionOf(Number(row[1 + i])) : (texts.get(Number(row[1 + i])) ?? null))),
-        sums: row.slice(1 + n).map((v) => BigInt(v as string)),
-      }));
+    const added = addTerms(rows.map((row) => ({ window: Number(row[0]), ids: row.slice(1, 1 + n).map(Number), sums: row.slice(1 + n).map((v) => BigInt(v)) })));
+    return added.map((row) => ({
+      window: row.window,
+      values: q.groupBy.map((d, i) => (d === 'action' ? actionOf(row.ids[i]!) : (texts.get(row.ids[i]!) ?? null))),
+      sums: row.sums,
+    }));
   }
 
   async objects(tenantId: number, q: ObjectsStoreQuery): Promise<InventoryEntryRecord[]> {
@@ -543,26 +541,24 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         ],
       );
     }
-    const written: ShapeRow[] = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n)).map((r) => ({ hour: r.hour / 3600, ids: dimensionIds(r), values: r.values }));
-    await this.#upsert(c, tenant, DIMS, 'inventory_hours', written);
+    const written: ShapeRow[] = [...deltas.rows.values()].filter((r) => r.values.some((v) => v !== 0n)).map((r) => ({ time: r.hour / 3600, ids: dimensionIds(r), values: r.values }));
+    await this.#upsert(c, tenant, FINE_SHAPE, written);
     // The coarse shapes' sums of the rows written: one row per coarse key.
-    for (const shape of COARSE_SHAPES) await this.#upsert(c, tenant, dimensionColumns(shape), shape.table, [...project(shape, written).values()]);
+    for (const shape of COARSE_SHAPES) await this.#upsert(c, tenant, shape, [...project(shape, written).values()]);
   }
 
-  /** Adds delta rows to a shape's table (`columns`: its dimension columns, the rows' ids in that order). */
-  async #upsert(c: PoolClient, tenant: number, columns: readonly string[], table: string, rows: ShapeRow[]): Promise<void> {
+  /** Adds rows to a shape's table. */
+  async #upsert(c: PoolClient, tenant: number, shape: StorageShape, rows: ShapeRow[]): Promise<void> {
     if (rows.length === 0) return;
-    const arrays = [...columns.map(() => 'integer'), ...DELTA_COLUMNS.map(() => 'bigint')].map((type, i) => `$${i + 3}::${type}[]`);
+    const columns = dimensionColumns(shape);
+    const values = valueColumns(shape);
+    const arrays = [...columns.map(() => 'integer'), ...values.map(() => 'bigint')].map((type, i) => `$${i + 3}::${type}[]`);
+    const key = `tenant, ${shape.grain}, ${columns.join(', ')}`;
     await c.query(
-      `INSERT INTO ${table} (tenant, hour, ${columns.join(', ')}, ${DELTA_COLUMNS.join(', ')})
+      `INSERT INTO ${shape.table} (${key}, ${values.join(', ')})
        SELECT $1, * FROM unnest($2::integer[], ${arrays.join(', ')})
-       ON CONFLICT (tenant, hour, ${columns.join(', ')}) DO UPDATE SET ${DELTA_COLUMNS.map((x) => `${x} = ${table}.${x} + excluded.${x}`).join(', ')}`,
-      [
-        tenant,
-        rows.map((r) => r.hour),
-        ...columns.map((_, i) => rows.map((r) => r.ids[i])),
-        ...DELTA_COLUMNS.map((_, i) => rows.map((r) => r.values[i]!.toString())),
-      ],
+       ON CONFLICT (${key}) DO UPDATE SET ${values.map((x) => `${x} = ${shape.table}.${x} + excluded.${x}`).join(', ')}`,
+      [tenant, rows.map((r) => r.time), ...columns.map((_, i) => rows.map((r) => r.ids[i])), ...values.map((_, i) => rows.map((r) => r.values[i]!.toString()))],
     );
   }
 

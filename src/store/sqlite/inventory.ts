@@ -11,8 +11,10 @@ import type { ActionName } from '../../events/catalogue.js';
 import { Closure, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
-import { COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, project, storageShapeFor } from '../../inventory/shapes.js';
-import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
+import {
+  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns,
+} from '../../inventory/shapes.js';
+import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { serverEventId } from '../types.js';
@@ -111,9 +113,9 @@ export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON in
 export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
   (shape) => `CREATE TABLE ${shape.table} (
   tenant INTEGER NOT NULL,
-  hour INTEGER NOT NULL,
-  ${[...dimensionColumns(shape), ...DELTA_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
-  PRIMARY KEY (tenant, hour, ${dimensionColumns(shape).join(', ')})
+  ${shape.grain} INTEGER NOT NULL,
+  ${[...dimensionColumns(shape), ...valueColumns(shape)].map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
+  PRIMARY KEY (tenant, ${shape.grain}, ${dimensionColumns(shape).join(', ')})
 ) STRICT, WITHOUT ROWID;`,
 );
 
@@ -189,13 +191,14 @@ export class InventoryWriter {
       clearHours: db.prepare('DELETE FROM inventory_hours WHERE tenant = ?'),
       coarse: COARSE_SHAPES.map((shape) => {
         const cols = dimensionColumns(shape);
+        const values = valueColumns(shape);
         return {
           shape,
-          upsert: db.prepare(`INSERT INTO ${shape.table} (tenant, hour, ${cols.join(', ')}, ${DELTA_COLUMNS.join(', ')})
-            VALUES (${[2, cols.length, DELTA_COLUMNS.length].flatMap((n) => Array(n).fill('?')).join(', ')})
-            ON CONFLICT DO UPDATE SET ${DELTA_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
+          upsert: db.prepare(`INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${cols.join(', ')}, ${values.join(', ')})
+            VALUES (${[2, cols.length, values.length].flatMap((n) => Array(n).fill('?')).join(', ')})
+            ON CONFLICT DO UPDATE SET ${values.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
           clear: db.prepare(`DELETE FROM ${shape.table} WHERE tenant = ?`),
-          rows: db.prepare(`SELECT hour, ${cols.join(', ')}, ${DELTA_COLUMNS.join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
+          rows: db.prepare(`SELECT ${shape.grain}, ${cols.join(', ')}, ${values.join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
         };
       }),
       clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
@@ -257,13 +260,13 @@ export class InventoryWriter {
       for (const r of this.#s.hours.safeIntegers(true).all(tenant) as bigint[][]) {
         const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
         hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
-        fine.push({ hour: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values: r.slice(8) });
+        fine.push({ time: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values: r.slice(8) });
       }
       out.push(...compareInventory(tenant, [...this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER).values()], stored, hours));
       const coarse = new Map<StorageShape, ShapeRow[]>();
       for (const c of this.#s.coarse) {
         const n = c.shape.dimensions.length;
-        coarse.set(c.shape, (c.rows.all(tenant) as bigint[][]).map((r) => ({ hour: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n) })));
+        coarse.set(c.shape, (c.rows.all(tenant) as bigint[][]).map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n) })));
       }
       out.push(...compareShapes(tenant, fine, coarse));
     }
@@ -382,10 +385,10 @@ export class InventoryWriter {
       if (row.values.every((v) => v === 0n)) continue;
       const ids = dimensionIds(row);
       s.delta.run(...ids, ...row.values, tenant, row.hour / 3600);
-      written.push({ hour: row.hour / 3600, ids, values: row.values });
+      written.push({ time: row.hour / 3600, ids, values: row.values });
     }
     // The coarse shapes' sums of the rows written: one upsert per coarse key.
-    for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.hour, ...r.ids, ...r.values);
+    for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.time, ...r.ids, ...r.values);
   }
 }
 
@@ -403,9 +406,8 @@ export class InventoryReader {
     return { pending, oldestSeconds: oldest };
   }
 
-  /** Read from the cheapest delta shape keeping every dimension the query groups or filters by (inventory/shapes.ts). */
+  /** Read from the cheapest delta shapes keeping every dimension the query groups or filters by: days and hours (inventory/shapes.ts planStorage). */
   storage(tenantId: number, q: StorageStoreQuery): StorageWindowSums[] {
-    const table = storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).table;
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = this.#filterIds(dimension, values);
@@ -415,21 +417,18 @@ export class InventoryReader {
     const groups = q.groupBy.map((d) => `u.${DIMENSION_COLUMN[d]}`);
     const filter = where.map((w) => ` AND ${w}`).join('');
     const g = groups.map((c) => `, ${c}`).join('');
-    const sums = `sum(u.bytes), sum(u.tail), sum(u.bytes * (w.e - u.hour - 1)), sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)`;
-    const windows = JSON.stringify(q.bounds.slice(0, -1).map((start, i) => [start, q.bounds[i + 1]]));
-    const inWindows = this.#prepare(`WITH w(i, s, e) AS (SELECT key, value ->> 0, value ->> 1 FROM json_each(?))
-SELECT w.i${g}, ${sums} FROM w CROSS JOIN ${table} u ON u.tenant = ? AND u.hour >= w.s AND u.hour < w.e WHERE true${filter}
-GROUP BY w.i${g}`).raw(true).safeIntegers(true).all(windows, tenantId) as bigint[][];
-    const opening = this.#prepare(`SELECT -1${g}, sum(u.bytes), 0, 0, sum(u.objects), sum(u.markers), sum(u.unknown), sum(u.part_bytes)
-FROM ${table} u WHERE u.tenant = ? AND u.hour < ?${filter}${groups.length > 0 ? ` GROUP BY ${groups.join(', ')}` : ''}`).raw(true).safeIntegers(true).all(tenantId, q.bounds[0]) as bigint[][];
     const n = q.groupBy.length;
-    return [...opening, ...inWindows]
-      .filter((row) => row[1 + n] !== null)
-      .map((row) => ({
-        window: Number(row[0]),
-        values: q.groupBy.map((d, i) => this.#value(d, Number(row[1 + i]))),
-        sums: row.slice(1 + n),
-      }));
+    const rows: TermRow[] = [];
+    for (const { shape, spans } of planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds)) {
+      const time = `u.${shape.grain}`;
+      const read = this.#prepare(`WITH w(i, s, e, we) AS (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))
+SELECT w.i${g}, ${sumsSql(shape, 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
+GROUP BY w.i${g}`).raw(true).safeIntegers(true);
+      for (const r of read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][]) {
+        rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: r.slice(1 + n) });
+      }
+    }
+    return addTerms(rows).map((row) => ({ window: row.window, values: q.groupBy.map((d, i) => this.#value(d, row.ids[i]!)), sums: row.sums }));
   }
 
   objects(tenantId: number, q: ObjectsStoreQuery): InventoryEntryRecord[] {

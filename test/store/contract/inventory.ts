@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { NormalizedEvent } from '../../../src/events/catalogue.js';
 import { foldStorage } from '../../../src/inventory/measures.js';
-import { COARSE_SHAPES, STORAGE_SHAPES, storageShapeFor } from '../../../src/inventory/shapes.js';
+import { COARSE_SHAPES, STORAGE_SHAPES, planStorage } from '../../../src/inventory/shapes.js';
 import type { InventoryStore, KeyStore, StorageFeed, EventLog, StorageStoreQuery, StorageWindowSums } from '../../../src/store/types.js';
 import { DIMENSIONS } from '../../../src/usage/shapes.js';
 import type { Dimension } from '../../../src/usage/shapes.js';
@@ -175,6 +175,12 @@ const attributionArb = fc.record({
   clientId: fc.option(fc.constantFrom('k1', 'k2', 'k3'), { nil: undefined }),
 });
 const variedArb = fc.array(fc.tuple(opArb, attributionArb), { minLength: 10, maxLength: 40 });
+
+/**
+ * Windows that reach every delta shape with data in them (the histories' first six hours are in
+ * the UTC day of H0): a whole day holding them, an opening holding it, and windows whose edges are hours.
+ */
+const SHAPE_WINDOW_SETS = [...WINDOW_SETS, [H0 - 24, H0 + 24, H0 + 48], [H0 + 30, H0 + 31], [H0 - 5, H0 + 3, H0 + 100]];
 
 /** A store's window sums as comparable lines, in one order. */
 const lines = (sums: StorageWindowSums[]) => sums.map((r) => `${r.window}|${JSON.stringify(r.values)}|${r.sums.join(',')}`).sort();
@@ -368,12 +374,12 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
           for (let i = 0; i < events.length; i += 7) {
             await store.commit({ events: events.slice(i, i + 7).map((event) => ({ tenantId, receivedAt: T0 + 100_000, event: event as NormalizedEvent })), quarantine: [] });
           }
-          for (const bounds of WINDOW_SETS) {
+          for (const bounds of SHAPE_WINDOW_SETS) {
             const full = await store.inventory.storage(tenantId, { bounds, groupBy: [...DIMENSIONS], filters: {} });
             // Each set of dimensions a query needs: grouped by all of them; and its first one as a filter (a value seen, or none), the rest grouped.
             for (let mask = 0; mask < 1 << DIMENSIONS.length; mask++) {
               const needed = DIMENSIONS.filter((_, i) => (mask & (1 << i)) !== 0);
-              routed.add(storageShapeFor(needed).name);
+              for (const term of planStorage(needed, bounds)) routed.add(term.shape.name);
               const queries: StorageStoreQuery[] = [{ bounds, groupBy: needed, filters: {} }];
               const [first, ...rest] = needed;
               const seen = full.map((r) => r.values[DIMENSIONS.indexOf(first!)] ?? '');
@@ -381,7 +387,7 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
                 queries.push({ bounds, groupBy: rest, filters: { [first]: first === 'action' ? [seen[0]!] : [seen[0]!, ''] } });
               }
               for (const q of queries) {
-                assert.deepEqual(lines(await store.inventory.storage(tenantId, q)), lines(regroup(full, q)), `${JSON.stringify(q)} from ${storageShapeFor([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])]).name}`);
+                assert.deepEqual(lines(await store.inventory.storage(tenantId, q)), lines(regroup(full, q)), `${JSON.stringify(q)} from ${planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], bounds).map((t) => t.shape.name)}`);
               }
             }
           }
@@ -401,17 +407,20 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
         { eventId: 'd1', timestamp: T0 + 9000, action: 'DeleteObject', provider: 'wasabi', bucket: 'b2', objectKey: 'a' },
       ];
       await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0 + 20_000, event: wire(e) })), quarantine: [] });
-      const bounds = [H0, H0 + 1, H0 + 2, H0 + 3];
-      const answers = async () => Promise.all(STORAGE_SHAPES.map(async (shape) => lines(await store.inventory.storage(tenantId, { bounds, groupBy: [...shape.dimensions], filters: {} }))));
+      // Hours of the hourly shapes, and the day of the day shapes (whole in the second set, the opening of the third).
+      const boundSets = [[H0, H0 + 1, H0 + 2, H0 + 3], [H0 - 24, H0 + 24], [H0 + 48, H0 + 49]];
+      const answers = async () =>
+        Promise.all(STORAGE_SHAPES.flatMap((shape) => boundSets.map(async (bounds) => lines(await store.inventory.storage(tenantId, { bounds, groupBy: [...shape.dimensions], filters: {} })))));
       const before = await answers();
       assert.deepEqual(await store.inventory.verify(tenantId), []);
+      const damaged = (shape: (typeof COARSE_SHAPES)[number]) => (shape.grain === 'day' ? H0 / 24 : H0 + 1);
       for (const shape of COARSE_SHAPES) {
-        await opened!.damage(`UPDATE ${shape.table} SET bytes = bytes + 7 WHERE tenant = ${tenantId} AND hour = ${H0 + 1}`);
+        await opened!.damage(`UPDATE ${shape.table} SET bytes = bytes + 7 WHERE tenant = ${tenantId} AND ${shape.grain} = ${damaged(shape)}`);
       }
       await opened!.damage(`DELETE FROM ${COARSE_SHAPES[0]!.table} WHERE tenant = ${tenantId} AND hour = ${H0}`);
       const found = await store.inventory.verify(tenantId);
       for (const shape of COARSE_SHAPES) {
-        assert.ok(found.some((d) => d.check.startsWith(`${shape.name} hour ${H0 + 1}/`) && d.actual !== 'absent'), `${shape.name}: ${JSON.stringify(found)}`);
+        assert.ok(found.some((d) => d.check.startsWith(`${shape.name} ${shape.grain} ${damaged(shape)}/`) && d.actual !== 'absent'), `${shape.name}: ${JSON.stringify(found)}`);
       }
       assert.ok(found.some((d) => d.check.startsWith(`${COARSE_SHAPES[0]!.name} hour ${H0}/`) && d.actual === 'absent'), JSON.stringify(found));
       assert.notDeepEqual(await answers(), before);
