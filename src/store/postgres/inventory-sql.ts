@@ -87,7 +87,7 @@ export function aliveAtSql(cols: string, join: string, kinds: string): string {
   return ['i.ended IS NULL', 'i.ended >= k.f'].map((arm) => `SELECT ${cols} FROM ${join} WHERE i.tenant = $1 AND i.kind IN (${kinds}) AND ${arm}`).join(' UNION ALL ');
 }
 
-/** Migration 10: the coarse hourly delta shapes (inventory/shapes.ts), filled from the full one. */
+/** Migration 10: the coarse delta shapes, hourly and per UTC day (inventory/shapes.ts), filled from the full one. */
 export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
   (shape) => `CREATE TABLE ${shape.table} (
   tenant integer NOT NULL,

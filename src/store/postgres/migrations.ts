@@ -169,7 +169,7 @@ END $$;
   },
   {
     version: 10,
-    name: 'coarse hourly inventory delta shapes',
+    name: 'coarse inventory delta shapes, hourly and per UTC day',
     sql: INVENTORY_SHAPES_MIGRATION_SQL,
   },
 ];

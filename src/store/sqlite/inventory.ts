@@ -109,7 +109,7 @@ WHERE NOT EXISTS (SELECT 1 FROM inventory_outbox o WHERE o.tenant = t.tenant AND
  */
 export const INVENTORY_ENDED_MIGRATION_SQL = 'CREATE INDEX inventory_ended ON inventory (tenant, bucket, object_key, ended, kind)';
 
-/** Migration 10: the coarse hourly delta shapes (inventory/shapes.ts), filled from the full one. */
+/** Migration 10: the coarse delta shapes, hourly and per UTC day (inventory/shapes.ts), filled from the full one. */
 export const INVENTORY_SHAPES_MIGRATION_SQL = coarseShapesMigrationSql(
   (shape) => `CREATE TABLE ${shape.table} (
   tenant INTEGER NOT NULL,

@@ -170,7 +170,7 @@ CREATE INDEX events_tenant_seq ON events (tenant);
   },
   {
     version: 10,
-    name: 'coarse hourly inventory delta shapes',
+    name: 'coarse inventory delta shapes, hourly and per UTC day',
     sql: INVENTORY_SHAPES_MIGRATION_SQL,
   },
 ];
