@@ -263,6 +263,19 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
     await closed.close();
     await assert.rejects(openPostgresStore({ url: `postgres://postgres@127.0.0.1:${closed.port}/x`, connectTimeoutMs: 500 }), StoreUnavailableError);
   });
+  it('says at start when the server has autovacuum off (reads then plan without statistics), and only then', async () => {
+    const { url } = await scratchDatabase();
+    const autovacuum = await admin(async (c) => (await c.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]!.autovacuum);
+    const warned: object[] = [];
+    const store = await openPostgresStore({ url, logger: { warn: (obj, msg) => warned.push({ ...obj, msg }) } });
+    try {
+      const said = warned.filter((w) => /autovacuum is off/.test((w as { msg: string }).msg));
+      assert.equal(said.length, autovacuum === 'off' ? 1 : 0, `autovacuum ${autovacuum}: ${JSON.stringify(warned)}`);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('migration 3 keeps the ids of events stored before it; new ids continue above them, per tenant', async () => {
     const { url } = await scratchDatabase();
     const pool = quietPool(url);

