@@ -214,6 +214,9 @@ export class FoldBacklogError extends ReadTimeoutError {
   }
 }
 
+/** A read past its budget behind the object inventory's catch-up (both stores). */
+export const inventoryBacklog = (): FoldBacklogError => new FoldBacklogError('events committed before this read are still being applied to the object inventory');
+
 /** One numbered schema step of a backend (each backend keeps its own list in `<backend>/migrations.ts`). */
 export interface Migration {
   version: number;

@@ -2,8 +2,6 @@
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
 import { DELTA_COLUMNS, DIMENSION_COLUMNS, coarseShapesMigrationSql, dimensionColumns, valueColumns } from '../../inventory/shapes.js';
 
-export { DELTA_COLUMNS };
-export const DIMS = DIMENSION_COLUMNS;
 export const ACTIONS = INVENTORY_ACTION_CODES.join(', ');
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
@@ -37,9 +35,9 @@ CREATE INDEX inventory_started ON inventory (tenant, started);
 CREATE TABLE inventory_hours (
   tenant integer NOT NULL,
   hour integer NOT NULL,
-  ${DIMS.map((d) => `${d} integer NOT NULL`).join(',\n  ')},
+  ${DIMENSION_COLUMNS.map((d) => `${d} integer NOT NULL`).join(',\n  ')},
   ${DELTA_COLUMNS.map((c) => `${c} bigint NOT NULL`).join(',\n  ')},
-  PRIMARY KEY (tenant, hour, ${DIMS.join(', ')})
+  PRIMARY KEY (tenant, hour, ${DIMENSION_COLUMNS.join(', ')})
 );
 
 -- One row per tenant per event transaction: its earliest timestamp and the range of its events' seqs.

@@ -13,11 +13,11 @@ import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
 import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
-import { COARSE_SHAPES, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns } from '../../inventory/shapes.js';
+import { COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import { FOLD_BEFORE_READ_MS, FoldBacklogError, serverEventId } from '../types.js';
+import { FOLD_BEFORE_READ_MS, inventoryBacklog, serverEventId } from '../types.js';
 import { byDeadline } from '../deadline.js';
 import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
@@ -25,7 +25,7 @@ import type {
 } from '../types.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
-import { ACTIONS, DELTA_COLUMNS, DIMS, aliveAtSql } from './inventory-sql.js';
+import { ACTIONS, aliveAtSql } from './inventory-sql.js';
 
 const LOCK_INVENTORY = 5;
 
@@ -76,7 +76,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
   async #caughtUp(): Promise<void> {
     if (!(await this.#pending())) return;
-    await byDeadline(this.#apply(), Date.now() + this.catchUpBeforeReadMs, () => new FoldBacklogError('events committed before this read are still being applied to the object inventory'));
+    await byDeadline(this.#apply(), Date.now() + this.catchUpBeforeReadMs, inventoryBacklog);
   }
 
   async #pending(): Promise<boolean> {
@@ -259,7 +259,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
 
   async storageDeltas(tenantId: number, from: number, to: number): Promise<{ opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] }> {
     await this.#caughtUp();
-    const cols = DIMS.join(', ');
+    const cols = DIMENSION_COLUMNS.join(', ');
     const opening = await this.guarded(() =>
       this.pool.query<(number | string)[]>({
         text: `SELECT ${cols}, sum(bytes)::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols} HAVING sum(bytes) <> 0`,

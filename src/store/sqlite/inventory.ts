@@ -12,7 +12,7 @@ import { Closure, deltaKey, nodeBucket, redo, splitKey, touches } from '../../in
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import {
-  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns,
+  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns,
 } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -23,8 +23,6 @@ import type {
   StorageWindowSums,
 } from '../types.js';
 import type { Connection } from './connection.js';
-
-const DIMS = DIMENSION_COLUMNS;
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -57,9 +55,9 @@ CREATE INDEX inventory_started ON inventory (tenant, started);
 CREATE TABLE inventory_hours (
   tenant INTEGER NOT NULL,
   hour INTEGER NOT NULL,
-  ${DIMS.map((d) => `${d} INTEGER NOT NULL`).join(',\n  ')},
+  ${DIMENSION_COLUMNS.map((d) => `${d} INTEGER NOT NULL`).join(',\n  ')},
   ${DELTA_COLUMNS.map((c) => `${c} INTEGER NOT NULL`).join(',\n  ')},
-  PRIMARY KEY (tenant, hour, ${DIMS.join(', ')})
+  PRIMARY KEY (tenant, hour, ${DIMENSION_COLUMNS.join(', ')})
 ) STRICT, WITHOUT ROWID;
 
 -- One row per tenant per event transaction: its earliest timestamp and its events' seqs.
@@ -151,6 +149,13 @@ const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
 
 type EventRow = [number, number | null, number, number, number, number, number, number, number, number | null, string | null, string | null, string | null, number | null, number | null, string | null, string | null];
 
+/** Adds a row (tenant, time, dimension ids, values) to a delta shape's table. */
+function upsertSql(shape: StorageShape): string {
+  const columns = [...dimensionColumns(shape), ...valueColumns(shape)];
+  return `INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${columns.join(', ')}) VALUES (${['?', '?', ...columns.map(() => '?')].join(', ')})
+ON CONFLICT DO UPDATE SET ${valueColumns(shape).map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+}
+
 /** The writer thread's side: catch-up, rebuild and verify, each one transaction. */
 export class InventoryWriter {
   readonly #s;
@@ -184,23 +189,15 @@ export class InventoryWriter {
       remove: db.prepare('DELETE FROM inventory WHERE id = ?'),
       end: db.prepare('UPDATE inventory SET ended = ?, ended_by = ? WHERE id = ?'),
       insert: db.prepare(`INSERT INTO inventory (tenant, ${ENTRY_COLUMNS.slice(4)}) VALUES (${ENTRY_COLUMNS.split(',').map(() => '?').join(', ')})`),
-      delta: db.prepare(`INSERT INTO inventory_hours (${DIMS.join(', ')}, ${DELTA_COLUMNS.join(', ')}, tenant, hour)
-        VALUES (${[...DIMS, ...DELTA_COLUMNS, 'tenant', 'hour'].map(() => '?').join(', ')})
-        ON CONFLICT DO UPDATE SET ${DELTA_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
+      fine: db.prepare(upsertSql(FINE_SHAPE)),
       clear: db.prepare('DELETE FROM inventory WHERE tenant = ?'),
       clearHours: db.prepare('DELETE FROM inventory_hours WHERE tenant = ?'),
-      coarse: COARSE_SHAPES.map((shape) => {
-        const cols = dimensionColumns(shape);
-        const values = valueColumns(shape);
-        return {
-          shape,
-          upsert: db.prepare(`INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${cols.join(', ')}, ${values.join(', ')})
-            VALUES (${[2, cols.length, values.length].flatMap((n) => Array(n).fill('?')).join(', ')})
-            ON CONFLICT DO UPDATE SET ${values.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`),
-          clear: db.prepare(`DELETE FROM ${shape.table} WHERE tenant = ?`),
-          rows: db.prepare(`SELECT ${shape.grain}, ${cols.join(', ')}, ${values.join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
-        };
-      }),
+      coarse: COARSE_SHAPES.map((shape) => ({
+        shape,
+        upsert: db.prepare(upsertSql(shape)),
+        clear: db.prepare(`DELETE FROM ${shape.table} WHERE tenant = ?`),
+        rows: db.prepare(`SELECT ${shape.grain}, ${[...dimensionColumns(shape), ...valueColumns(shape)].join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
+      })),
       clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
       tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
       all: db.prepare(select).raw(true),
@@ -383,9 +380,9 @@ export class InventoryWriter {
     const written: ShapeRow[] = [];
     for (const row of deltas.rows.values()) {
       if (row.values.every((v) => v === 0n)) continue;
-      const ids = dimensionIds(row);
-      s.delta.run(...ids, ...row.values, tenant, row.hour / 3600);
-      written.push({ time: row.hour / 3600, ids, values: row.values });
+      const shaped: ShapeRow = { time: row.hour / 3600, ids: dimensionIds(row), values: row.values };
+      s.fine.run(tenant, shaped.time, ...shaped.ids, ...shaped.values);
+      written.push(shaped);
     }
     // The coarse shapes' sums of the rows written: one upsert per coarse key.
     for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.time, ...r.ids, ...r.values);

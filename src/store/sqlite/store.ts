@@ -3,7 +3,7 @@
  * run on reader threads (reader-pool.ts), each within a time budget; small unfiltered pages, key and
  * quarantine reads and key writes use a connection on the main thread. All connections run in WAL mode; the writing ones with synchronous=FULL.
  */
-import { FOLD_BEFORE_READ_MS, FoldBacklogError, StoreUnavailableError, serverEventId } from '../types.js';
+import { FOLD_BEFORE_READ_MS, FoldBacklogError, StoreUnavailableError, inventoryBacklog, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
   QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference,
@@ -238,5 +238,3 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   }
   return store;
 }
-
-const inventoryBacklog = () => new FoldBacklogError('events committed before this read are still being applied to the object inventory');
