@@ -65,7 +65,7 @@ for (const backend of BACKENDS) {
         assert.ok((await store.usage.lag()).pendingEvents > 0, 'the refused read left a backlog');
 
         await store.usage.catchUp();
-        const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request))) as { rows: { requests: number }[] };
+        const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request)).toString()) as { rows: { requests: number }[] };
         assert.deepEqual(answered.rows.map((r) => r.requests), [UNITS * 1000]);
       } finally {
         await store.close();
@@ -101,7 +101,7 @@ for (const backend of BACKENDS) {
           await store.commit({ events: events.slice(i, i + 1000).map((event) => ({ tenantId, receivedAt: T0 + 3600, event })), quarantine: [] });
         }
         const request = parseUsageParams({ from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z' });
-        const answered = JSON.parse(usageJson(request, await new UsageService(store.usage, store.inventory).query(tenantId, request))) as { rows: { requests: number }[] };
+        const answered = JSON.parse(usageJson(request, await new UsageService(store.usage, store.inventory).query(tenantId, request)).toString()) as { rows: { requests: number }[] };
         assert.deepEqual(answered.rows.map((r) => r.requests), [5000]);
       } finally {
         await store.close();
