@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { GRAIN_HOURS, planUsage } from '../../src/usage/shapes.js';
+import { GRAIN_HOURS, directWindows, planUsage } from '../../src/usage/shapes.js';
 import type { Dimension, UsageTerm } from '../../src/usage/shapes.js';
 import { windowBounds } from '../../src/usage/windows.js';
 import type { Granularity } from '../../src/usage/windows.js';
@@ -97,5 +97,29 @@ describe('planUsage', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('directWindows', () => {
+  const plan = (groupBy: Dimension[], granularity: Granularity, timeZone = 'UTC', filters: Dimension[] = []) => {
+    const bounds = windowBounds(FROM, TO, granularity, timeZone);
+    return { terms: planUsage([...groupBy, ...filters], bounds), bounds };
+  };
+
+  it('maps each unit to its window when every row is one answer row (UTC days by customer)', () => {
+    const { terms, bounds } = plan(['customerId'], 'day');
+    const direct = directWindows(terms, ['customerId']);
+    assert.ok(direct);
+    assert.equal(direct.windowOf.length, bounds.length - 1);
+    direct.windowOf.forEach((w, u) => {
+      assert.equal(bounds[w]!, (direct.first + u) * 24);
+    });
+  });
+
+  it('is refused where rows must be summed: a window of several units, edge hours, a dimension summed away', () => {
+    assert.equal(directWindows(plan(['customerId'], 'none').terms, ['customerId']), undefined);
+    assert.equal(directWindows(plan(['customerId'], 'day', 'Europe/Berlin').terms, ['customerId']), undefined);
+    assert.equal(directWindows(plan([], 'hour').terms, []), undefined);
+    assert.equal(directWindows(plan(['customerId'], 'day', 'UTC', ['featureId']).terms, ['customerId']), undefined);
   });
 });

@@ -1,7 +1,7 @@
 /** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
 import type { Pool, PoolClient } from 'pg';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
@@ -26,6 +26,17 @@ export class PostgresUsageReads {
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
+    const direct = directWindows(q.terms, q.groupBy);
+    if (direct !== undefined) {
+      const { shape } = q.terms[0]!;
+      const { first, windowOf } = direct;
+      // Summed over the shards only (rows written in other shards before migration 6).
+      const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${SUMS}
+        FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3${where.map((c) => ` AND ${c}`).join('')}
+        GROUP BY ${[1, ...q.groupBy.map((_, g) => g + 2)].join(', ')}`;
+      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + windowOf.length], rowMode: 'array' }));
+      return this.#columns(q, raw, (unit) => windowOf[(unit as number) - first]!);
+    }
     const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
     const values: unknown[] = [tenantId];
@@ -44,11 +55,19 @@ export class PostgresUsageReads {
       FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
     const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text: sql, values, rowMode: 'array' }));
+    return this.#columns(q, raw, (window) => window as number);
+  }
+
+  /** Raw rows (their window or unit, the groups, the measures as text) as columns; rows of window -1 left out. */
+  async #columns(q: UsageStoreQuery, raw: unknown[][], windowOf: (first: unknown) => number): Promise<UsageColumns> {
     const n = q.groupBy.length;
-    const rows = idColumns(q.groupBy, raw.length);
-    for (let i = 0; i < raw.length; i++) {
-      const row = raw[i]!;
-      rows.window[i] = row[0] as number;
+    const windows = Int32Array.from(raw, (row) => windowOf(row[0]));
+    const rows = idColumns(q.groupBy, windows.reduce((count, w) => (w < 0 ? count : count + 1), 0));
+    let i = 0;
+    for (let r = 0; r < raw.length; r++) {
+      if (windows[r]! < 0) continue;
+      const row = raw[r]!;
+      rows.window[i] = windows[r]!;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = row[1 + g] as number;
       for (let m = 0; m < MEASURE_COLUMNS.length; m++) {
         const value = BigInt(row[1 + n + m] as string);
@@ -56,6 +75,7 @@ export class PostgresUsageReads {
         if (BigInt.asIntN(64, value) !== value) throw new RangeError(`usage sum ${value} does not fit 64 bits`);
         rows.measures[m]![i] = value;
       }
+      i++;
     }
     return labelled(q.groupBy, rows, await this.#values(dictionaryIds(q.groupBy, rows)));
   }

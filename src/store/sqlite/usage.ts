@@ -1,7 +1,7 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
@@ -27,6 +27,15 @@ export class UsageReader {
       const ids = this.#filterIds(dimension, values);
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
+    }
+    const direct = directWindows(q.terms, q.groupBy);
+    if (direct !== undefined) {
+      const { shape } = q.terms[0]!;
+      const { first, windowOf } = direct;
+      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
+  FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} >= ? AND u.${shape.grain} < ?${where.map((c) => ` AND ${c}`).join('')}`;
+      const raw = this.#prepare(sql).raw(true).all(tenantId, first, first + windowOf.length) as bigint[][];
+      return this.#columns(q, raw, (unit) => windowOf[Number(unit) - first]!);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
@@ -55,13 +64,22 @@ GROUP BY i${keys}`;
       ...q.terms.map(() => tenantId),
     ];
     const raw = this.#prepare(sql).raw(true).all(...params) as bigint[][];
+    return this.#columns(q, raw, Number);
+  }
+
+  /** Raw rows (their window or unit, the groups, the measures) as columns; rows of window -1 left out. */
+  #columns(q: UsageStoreQuery, raw: bigint[][], windowOf: (first: bigint) => number): UsageColumns {
     const n = q.groupBy.length;
-    const rows = idColumns(q.groupBy, raw.length);
-    for (let i = 0; i < raw.length; i++) {
-      const row = raw[i]!;
-      rows.window[i] = Number(row[0]);
+    const windows = Int32Array.from(raw, (row) => windowOf(row[0]!));
+    const rows = idColumns(q.groupBy, windows.reduce((count, w) => (w < 0 ? count : count + 1), 0));
+    let i = 0;
+    for (let r = 0; r < raw.length; r++) {
+      if (windows[r]! < 0) continue;
+      const row = raw[r]!;
+      rows.window[i] = windows[r]!;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
       for (let m = 0; m < MEASURE_COLUMNS.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
+      i++;
     }
     return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
   }
