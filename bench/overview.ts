@@ -14,7 +14,7 @@ import { median } from './stats.js';
 const CHROMIUM = '/usr/bin/chromium';
 /** A panel may wait on pricing a month of millions of events: past this, "every panel" is given as not reached. */
 const PANELS_TIMEOUT_MS = 300_000;
-/** The warmup may first fold and catch up everything the loader stored (tens of millions of rows). */
+/** The warmup's first numbers may wait on folding and catching up everything the loader stored (tens of millions of rows). */
 const WARMUP_TIMEOUT_MS = 3_600_000;
 
 export interface OverviewTiming {
@@ -54,7 +54,7 @@ export async function timeOverview(server: { url: string; key: string }, fromDay
         }
         const painted = await page.evaluate(() => performance.getEntriesByName('bm-overview-numbers')[0]!.startTime);
         const ready = await page
-          .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout, polling: 20 })
+          .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout: PANELS_TIMEOUT_MS, polling: 20 })
           .then((handle) => handle.jsonValue() as Promise<number>)
           .catch(() => undefined);
         if (run === 0) continue;

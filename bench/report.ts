@@ -32,6 +32,8 @@ export interface Settings {
   usageDir?: string;
   /** false: the usage query phase times no /v1/costs query (the dashboard's overview still asks for costs). */
   usageCosts: boolean;
+  /** False: the usage-query phases leave out the dashboard's overview (chromium). */
+  usageOverview: boolean;
   /** Live versions of the inventory query phase. */
   inventoryVersions: number;
   /** Longest wait for other processes to quieten down before a phase starts. */
@@ -467,7 +469,7 @@ export function renderReport(results: BenchResults): string {
         ...size.queries.map((q) => `| ${q.name} | ${q.refused === undefined ? ms(q.p50Ms) : `refused: ${q.refused}`} | ${num(q.rows)} | ${q.pages} | ${q.rowsPerSec === undefined ? '' : num(q.rowsPerSec)} |`),
         '',
         size.overview === undefined
-          ? 'Dashboard overview: not measured (no chromium at /usr/bin/chromium).'
+          ? `Dashboard overview: not measured (${settings.usageOverview ? 'no chromium at /usr/bin/chromium' : '--no-overview'}).`
           : `Dashboard overview of the 30 days in chromium (p50 of ${size.overview.runs} runs after a warmup): first numbers painted in ${ms(size.overview.firstNumbersP50Ms)} ms (target ≤ 1,000 ms at 10M events); every panel answered in ${size.overview.allPanelsP50Ms === undefined ? 'more than 300 s' : `${ms(size.overview.allPanelsP50Ms)} ms`}.`,
       );
     }

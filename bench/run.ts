@@ -56,6 +56,7 @@ function readSettings(): Settings {
       'usage-events': { type: 'string' },
       'usage-dir': { type: 'string' },
       'no-costs': { type: 'boolean', default: false },
+      'no-overview': { type: 'boolean', default: false },
     },
   });
   const quick = values.quick === true;
@@ -81,6 +82,7 @@ function readSettings(): Settings {
     usageQueryRuns: quick ? 5 : 20,
     ...(values['usage-dir'] ? { usageDir: values['usage-dir'] } : {}),
     usageCosts: !values['no-costs'],
+    usageOverview: !values['no-overview'],
     inventoryVersions: quick ? 100_000 : 1_000_000,
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
@@ -334,7 +336,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
           queries.push({ name: q.name, p50Ms: median(times), rows, pages });
         }
         const day = (s: number) => iso(s).slice(0, 10);
-        overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS);
+        if (settings.usageOverview) overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS);
         if (settings.usageCosts) queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
       } finally {
         await server.stop(60_000);
