@@ -30,10 +30,13 @@ export class PostgresUsageReads {
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
       const { first, windowOf } = direct;
-      // Summed over the shards only (rows written in other shards before migration 6).
-      const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${SUMS}
+      // In key order (an index range, no sort), so that a key's rows in other shards (written before
+      // migration 6) come together and are summed as they are read: a GROUP BY here hashed the rows
+      // and spilled to disk (46 ms for 28k rows against 21 ms in key order, 5 ms with no aggregate).
+      const order = [shape.grain, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])].map((c) => `u.${c}`).join(', ');
+      const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
         FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3${where.map((c) => ` AND ${c}`).join('')}
-        GROUP BY ${[1, ...q.groupBy.map((_, g) => g + 2)].join(', ')}`;
+        ORDER BY ${order}`;
       const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + windowOf.length], rowMode: 'array' }));
       return this.#columns(q, raw, (unit) => windowOf[(unit as number) - first]!);
     }
@@ -58,26 +61,30 @@ export class PostgresUsageReads {
     return this.#columns(q, raw, (window) => window as number);
   }
 
-  /** Raw rows (their window or unit, the groups, the measures as text) as columns; rows of window -1 left out. */
+  /**
+   * Raw rows (their window or unit, the groups, the measures as text) as columns: rows of window -1
+   * left out, and a row with the same window and groups as the row before added to it.
+   */
   async #columns(q: UsageStoreQuery, raw: unknown[][], windowOf: (first: unknown) => number): Promise<UsageColumns> {
     const n = q.groupBy.length;
-    const windows = Int32Array.from(raw, (row) => windowOf(row[0]));
-    const rows = idColumns(q.groupBy, windows.reduce((count, w) => (w < 0 ? count : count + 1), 0));
+    const rows = idColumns(q.groupBy, raw.length);
     let i = 0;
-    for (let r = 0; r < raw.length; r++) {
-      if (windows[r]! < 0) continue;
-      const row = raw[r]!;
-      rows.window[i] = windows[r]!;
-      for (let g = 0; g < n; g++) rows.ids[g]![i] = row[1 + g] as number;
+    for (const row of raw) {
+      const window = windowOf(row[0]);
+      if (window < 0) continue;
+      const same = i > 0 && rows.window[i - 1] === window && rows.ids.every((ids, g) => ids[i - 1] === row[1 + g]);
+      const at = same ? i - 1 : i++;
+      rows.window[at] = window;
+      for (let g = 0; g < n; g++) rows.ids[g]![at] = row[1 + g] as number;
       for (let m = 0; m < MEASURE_COLUMNS.length; m++) {
-        const value = BigInt(row[1 + n + m] as string);
+        const value = BigInt(row[1 + n + m] as string) + (same ? rows.measures[m]![at]! : 0n);
         // Never wrapped silently: a sum past 64 bits is an error, not a wrong count.
         if (BigInt.asIntN(64, value) !== value) throw new RangeError(`usage sum ${value} does not fit 64 bits`);
-        rows.measures[m]![i] = value;
+        rows.measures[m]![at] = value;
       }
-      i++;
     }
-    return labelled(q.groupBy, rows, await this.#values(dictionaryIds(q.groupBy, rows)));
+    const kept = { length: i, window: rows.window.subarray(0, i), ids: rows.ids.map((ids) => ids.subarray(0, i)), measures: rows.measures.map((m) => m.subarray(0, i)) };
+    return labelled(q.groupBy, kept, await this.#values(dictionaryIds(q.groupBy, kept)));
   }
 
   /** In one REPEATABLE READ transaction: receipts, events, rollups and the unfolded events from the same snapshot. */
