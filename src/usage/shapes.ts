@@ -132,14 +132,19 @@ export function planUsage(needed: Iterable<Dimension>, bounds: readonly number[]
 
 /**
  * When every row of a one-term plan is one answer row, the window of each of its units: each span
- * adds one whole unit (a UTC day to a day window, an hour to an hourly one) and the shape keeps only
- * dimensions the answer groups by, so nothing is summed. Such a read needs no GROUP BY (day windows
- * of `customer_day` by customer: 30,000 rows a month). `windowOf[u - first]` is -1 for a unit of no span.
+ * adds one whole unit (a UTC day to a day window, an hour to an hourly one) and each dimension the
+ * shape keeps is grouped by or filtered to one value, so nothing is summed. Such a read needs no
+ * GROUP BY (day windows of `customer_day` by customer: 30,000 rows a month; of `client_day` by client
+ * for one customer). `windowOf[u - first]` is -1 for a unit of no span.
  */
-export function directWindows(terms: readonly UsageTerm[], groupBy: readonly Dimension[]): { first: number; windowOf: Int32Array } | undefined {
+export function directWindows(
+  terms: readonly UsageTerm[],
+  groupBy: readonly Dimension[],
+  filters: Partial<Record<Dimension, readonly string[]>>,
+): { first: number; windowOf: Int32Array } | undefined {
   if (terms.length !== 1) return undefined;
   const [{ shape, spans }] = terms as [UsageTerm];
-  if (!shape.dimensions.every((d) => groupBy.includes(d))) return undefined;
+  if (!shape.dimensions.every((d) => groupBy.includes(d) || filters[d]?.length === 1)) return undefined;
   if (spans.length === 0 || !spans.every((s) => s.sign === 1 && s.to === s.from + 1)) return undefined;
   const first = Math.min(...spans.map((s) => s.from));
   const windowOf = new Int32Array(Math.max(...spans.map((s) => s.to)) - first).fill(-1);

@@ -108,7 +108,7 @@ describe('directWindows', () => {
 
   it('maps each unit to its window when every row is one answer row (UTC days by customer)', () => {
     const { terms, bounds } = plan(['customerId'], 'day');
-    const direct = directWindows(terms, ['customerId']);
+    const direct = directWindows(terms, ['customerId'], {});
     assert.ok(direct);
     assert.equal(direct.windowOf.length, bounds.length - 1);
     direct.windowOf.forEach((w, u) => {
@@ -117,9 +117,16 @@ describe('directWindows', () => {
   });
 
   it('is refused where rows must be summed: a window of several units, edge hours, a dimension summed away', () => {
-    assert.equal(directWindows(plan(['customerId'], 'none').terms, ['customerId']), undefined);
-    assert.equal(directWindows(plan(['customerId'], 'day', 'Europe/Berlin').terms, ['customerId']), undefined);
-    assert.equal(directWindows(plan([], 'hour').terms, []), undefined);
-    assert.equal(directWindows(plan(['customerId'], 'day', 'UTC', ['featureId']).terms, ['customerId']), undefined);
+    assert.equal(directWindows(plan(['customerId'], 'none').terms, ['customerId'], {}), undefined);
+    assert.equal(directWindows(plan(['customerId'], 'day', 'Europe/Berlin').terms, ['customerId'], {}), undefined);
+    assert.equal(directWindows(plan([], 'hour').terms, [], {}), undefined);
+    assert.equal(directWindows(plan(['customerId'], 'day', 'UTC', ['featureId']).terms, ['customerId'], { featureId: ['f1', 'f2'] }), undefined);
+  });
+
+  it('takes a dimension filtered to one value as fixed: the clients of one customer by day', () => {
+    const { terms } = plan(['clientId'], 'day', 'UTC', ['customerId']);
+    assert.equal(terms[0]!.shape.name, 'client_day');
+    assert.ok(directWindows(terms, ['clientId'], { customerId: ['cus_1'] }));
+    assert.equal(directWindows(terms, ['clientId'], { customerId: ['cus_1', 'cus_2'] }), undefined);
   });
 });

@@ -28,7 +28,7 @@ export class UsageReader {
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
-    const direct = directWindows(q.terms, q.groupBy);
+    const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
       const { first, windowOf } = direct;
