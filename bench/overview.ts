@@ -53,14 +53,18 @@ export async function timeOverview(server: { url: string; key: string }, fromDay
           continue;
         }
         const painted = await page.evaluate(() => performance.getEntriesByName('bm-overview-numbers')[0]!.startTime);
-        const ready = await page
-          .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout: PANELS_TIMEOUT_MS, polling: 20 })
-          .then((handle) => handle.jsonValue() as Promise<number>)
-          .catch(() => undefined);
+        // Once a run's panels were not all answered in time (the warmup's included), later runs
+        // time their first numbers only.
+        const ready = allReached
+          ? await page
+              .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout: PANELS_TIMEOUT_MS, polling: 20 })
+              .then((handle) => handle.jsonValue() as Promise<number>)
+              .catch(() => undefined)
+          : undefined;
+        if (ready === undefined) allReached = false;
         if (run === 0) continue;
         first.push(painted);
-        if (ready === undefined) allReached = false;
-        else all.push(ready);
+        if (ready !== undefined) all.push(ready);
       } finally {
         await page.close();
       }
