@@ -135,13 +135,15 @@ export function planUsage(needed: Iterable<Dimension>, bounds: readonly number[]
  * adds one whole unit (a UTC day to a day window, an hour to an hourly one) and each dimension the
  * shape keeps is grouped by or filtered to one value, so nothing is summed. Such a read needs no
  * GROUP BY (day windows of `customer_day` by customer: 30,000 rows a month; of `client_day` by client
- * for one customer). `windowOf[u - first]` is -1 for a unit of no span.
+ * for one customer). `units`: the units read, ascending (each one looked up by equality, so that a
+ * filtered dimension after the time column in the key narrows the lookup); `windowOf[u - first]` is
+ * -1 for a unit of no span.
  */
 export function directWindows(
   terms: readonly UsageTerm[],
   groupBy: readonly Dimension[],
   filters: Partial<Record<Dimension, readonly string[]>>,
-): { first: number; windowOf: Int32Array } | undefined {
+): { units: number[]; first: number; windowOf: Int32Array } | undefined {
   if (terms.length !== 1) return undefined;
   const [{ shape, spans }] = terms as [UsageTerm];
   if (!shape.dimensions.every((d) => groupBy.includes(d) || filters[d]?.length === 1)) return undefined;
@@ -153,7 +155,7 @@ export function directWindows(
     if (windowOf[s.from - first] !== -1) return undefined;
     windowOf[s.from - first] = s.window;
   }
-  return { first, windowOf };
+  return { units: spans.map((s) => s.from).sort((a, b) => a - b), first, windowOf };
 }
 
 const GET = KINDS.GetObject.code;

@@ -29,15 +29,17 @@ export class PostgresUsageReads {
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
-      const { first, windowOf } = direct;
-      // In key order (an index range, no sort), so that a key's rows in other shards (written before
-      // migration 6) come together and are summed as they are read: a GROUP BY here hashed the rows
-      // and spilled to disk (46 ms for 28k rows against 21 ms in key order, 5 ms with no aggregate).
+      const { units, first, windowOf } = direct;
+      // The range bounds the index scan (with the list alone the planner scanned the tenant's every
+      // day); the list lets a filtered dimension after the time column narrow it. In key order (no
+      // sort), so that a key's rows in other shards (written before migration 6) come together and
+      // are summed as they are read: a GROUP BY here hashed the rows and spilled to disk (46 ms for
+      // 28k rows against 21 ms in key order, 5 ms with no aggregate).
       const order = [shape.grain, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])].map((c) => `u.${c}`).join(', ');
       const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
-        FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3${where.map((c) => ` AND ${c}`).join('')}
+        FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3 AND u.${shape.grain} = ANY($4::integer[])${where.map((c) => ` AND ${c}`).join('')}
         ORDER BY ${order}`;
-      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + windowOf.length], rowMode: 'array' }));
+      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + windowOf.length, units], rowMode: 'array' }));
       return this.#columns(q, raw, (unit) => windowOf[(unit as number) - first]!);
     }
     const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');

@@ -31,10 +31,10 @@ export class UsageReader {
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
-      const { first, windowOf } = direct;
+      const { units, first, windowOf } = direct;
       const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
-  FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} >= ? AND u.${shape.grain} < ?${where.map((c) => ` AND ${c}`).join('')}`;
-      const raw = this.#prepare(sql).raw(true).all(tenantId, first, first + windowOf.length) as bigint[][];
+  FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
+      const raw = this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][];
       return this.#columns(q, raw, (unit) => windowOf[Number(unit) - first]!);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
