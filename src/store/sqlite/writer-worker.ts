@@ -356,16 +356,26 @@ const REJECTED = 3;
 /** A transaction's receipts per tenant and UTC day of arrival: [received, stored, duplicates, rejected]. */
 class Receipts {
   readonly #days = new Map<string, number[]>();
+  /** The last tenant and day counted, and their counts: a unit's events share them (no key made per event). */
+  #tenant = -1;
+  #day = -1;
+  #counts: number[] = [];
 
   add(tenantId: number, receivedAt: number, outcome: typeof STORED | typeof DUPLICATE | typeof REJECTED): void {
-    const key = `${tenantId}/${Math.floor(receivedAt / 86400)}`;
-    let counts = this.#days.get(key);
-    if (counts === undefined) {
-      counts = [0, 0, 0, 0];
-      this.#days.set(key, counts);
+    const day = Math.floor(receivedAt / 86400);
+    if (tenantId !== this.#tenant || day !== this.#day) {
+      const key = `${tenantId}/${day}`;
+      let counts = this.#days.get(key);
+      if (counts === undefined) {
+        counts = [0, 0, 0, 0];
+        this.#days.set(key, counts);
+      }
+      this.#tenant = tenantId;
+      this.#day = day;
+      this.#counts = counts;
     }
-    counts[0]!++;
-    counts[outcome]!++;
+    this.#counts[0]!++;
+    this.#counts[outcome]!++;
   }
 
   write(upsert: Statements['receipts']): void {
