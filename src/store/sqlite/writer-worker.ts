@@ -6,7 +6,6 @@
  * queued, however large the backlog grows.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
 import { connectionSettings, openConnection, sqliteCode } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
 import { FIELD_COLUMNS, PackedEvent } from './layout.js';
@@ -139,6 +138,7 @@ class Writer {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
     const event = this.#event;
+    const objectKeyId = (key: string) => this.#objectKeys!.id(s.objectKeys, key, addedKeys);
     for (let i = 0; i < unit.count; i++) {
       event.at(unit, i);
       const timestamp = event.timestamp;
@@ -149,19 +149,7 @@ class Writer {
       args[3] = timestamp;
       args[4] = event.receivedAt - timestamp;
       args[5] = event.actionCode;
-      // In FIELD_COLUMNS order.
-      let a = FIXED_COLUMNS.length;
-      for (const field of DICT_FIELDS) {
-        const index = event.dict(field);
-        args[a++] = index === -1 ? null : dictIds[index];
-      }
-      for (const field of TEXT_FIELDS) {
-        const text = event.text(field);
-        args[a++] = text !== null && field === 'objectKey' ? this.#objectKeys!.id(s.objectKeys, text, addedKeys) : text;
-      }
-      for (const field of INT_FIELDS) args[a++] = event.int(field);
-      for (const field of BOOL_FIELDS) args[a++] = event.bool(field);
-      args[a] = event.rest;
+      event.writeColumns(args, FIXED_COLUMNS.length, dictIds, objectKeyId);
       if (!hasEventId) {
         s.insert.run(...args);
         ++seq;
