@@ -128,6 +128,16 @@ const PLANS = Object.fromEntries(ACTION_NAMES.map((action) => [action, planKind(
 export function createEventValidator(options: EventValidatorOptions): EventValidator {
   const { maxFutureSeconds, maxExtraBytes } = options;
   compileSchemas();
+  // The last timestamp parsed: a client's batch repeats it (the SDK stamps events to the millisecond).
+  let lastText: string | undefined;
+  let lastSeconds: number | undefined;
+  const secondsOf = (text: string): number | undefined => {
+    if (text !== lastText) {
+      lastSeconds = parseTimestamp(text);
+      lastText = text;
+    }
+    return lastSeconds;
+  };
   return {
     validate(input, nowSeconds) {
       if (!isPlainObject(input)) {
@@ -137,7 +147,7 @@ export function createEventValidator(options: EventValidatorOptions): EventValid
       }
       const errors: FieldError[] = [];
       const action = input.action;
-      const timestamp = typeof input.timestamp === 'string' ? parseTimestamp(input.timestamp) : undefined;
+      const timestamp = typeof input.timestamp === 'string' ? secondsOf(input.timestamp) : undefined;
       if (timestamp !== undefined && timestamp > nowSeconds + maxFutureSeconds) {
         errors.push(futureError(input.timestamp, timestamp, nowSeconds, maxFutureSeconds));
       }

@@ -130,6 +130,16 @@ describe('common fields', () => {
     }
   });
 
+  it('reads each timestamp as itself when texts repeat and alternate (the validator keeps the last one parsed)', () => {
+    const texts = ['2024-05-01T12:00:00Z', '2024-05-01T12:00:00Z', '2024-05-01T12:00:01Z', 'yesterday', 'yesterday', '2024-05-01T12:00:00Z', '2024-05-01T12:00:01Z'];
+    const expected = [WIRE_TIMESTAMP_SECONDS, WIRE_TIMESTAMP_SECONDS, WIRE_TIMESTAMP_SECONDS + 1, undefined, undefined, WIRE_TIMESTAMP_SECONDS, WIRE_TIMESTAMP_SECONDS + 1];
+    const got = texts.map((timestamp) => {
+      const result = validator.validate(minimalWireEvent('ListBuckets', { timestamp }), WIRE_NOW_SECONDS);
+      return result.ok ? result.event.timestamp : undefined;
+    });
+    assert.deepEqual(got, expected);
+  });
+
   it(`accepts a timestamp up to ${MAX_FUTURE_SECONDS} s ahead of the server clock, not one more`, () => {
     const now = WIRE_TIMESTAMP_SECONDS - MAX_FUTURE_SECONDS;
     assert.equal(accept(minimalWireEvent('ListBuckets'), now).timestamp, WIRE_TIMESTAMP_SECONDS);

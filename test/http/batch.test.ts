@@ -70,6 +70,20 @@ for (const backend of BACKENDS) {
         }
       });
 
+      it('takes a gzip body that decompresses in several output chunks, whole', async () => {
+        // ~60 KB of JSON from ~1 KB of gzip: more than the reader's first output chunk holds.
+        const batch = Array.from({ length: 40 }, (_, i) => event(i, { eventId: `chunked-${i}`, note: 'x'.repeat(1400) }));
+        const body = gzipSync(JSON.stringify(batch), { level: 9 });
+        assert.ok(body.length * 32 < 60_000, `compressed to ${body.length} bytes`);
+        const reply = await request(`${server.url}/storage/batch`, { key, raw: body, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+        assert.equal(reply.status, 200, reply.text);
+        assert.deepEqual(reply.json, { accepted: 40, duplicates: 0, rejected: [], rejectedCount: 0 });
+        const page = await request(`${server.url}/v1/events?limit=1000`, { key });
+        const stored = page.json.events.filter((e: { eventId: string }) => e.eventId.startsWith('chunked-'));
+        assert.equal(stored.length, 40);
+        assert.ok(stored.every((e: { note: string }) => e.note === 'x'.repeat(1400)), 'every event arrives whole');
+      });
+
       it('answers an empty array with zero counts', async () => {
         const reply = await request(`${server.url}/s3/batch`, { key, body: [] });
         assert.deepEqual(reply.json, { accepted: 0, duplicates: 0, rejected: [], rejectedCount: 0 });

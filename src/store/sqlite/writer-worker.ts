@@ -6,7 +6,6 @@
  * queued, however large the backlog grows.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS } from '../row.js';
 import { connectionSettings, openConnection, sqliteCode } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
 import { FIELD_COLUMNS, PackedEvent } from './layout.js';
@@ -139,6 +138,7 @@ class Writer {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
     const event = this.#event;
+    const objectKeyId = (key: string) => this.#objectKeys!.id(s.objectKeys, key, addedKeys);
     for (let i = 0; i < unit.count; i++) {
       event.at(unit, i);
       const timestamp = event.timestamp;
@@ -149,19 +149,7 @@ class Writer {
       args[3] = timestamp;
       args[4] = event.receivedAt - timestamp;
       args[5] = event.actionCode;
-      // In FIELD_COLUMNS order.
-      let a = FIXED_COLUMNS.length;
-      for (const field of DICT_FIELDS) {
-        const index = event.dict(field);
-        args[a++] = index === -1 ? null : dictIds[index];
-      }
-      for (const field of TEXT_FIELDS) {
-        const text = event.text(field);
-        args[a++] = text !== null && field === 'objectKey' ? this.#objectKeys!.id(s.objectKeys, text, addedKeys) : text;
-      }
-      for (const field of INT_FIELDS) args[a++] = event.int(field);
-      for (const field of BOOL_FIELDS) args[a++] = event.bool(field);
-      args[a] = event.rest;
+      event.writeColumns(args, FIXED_COLUMNS.length, dictIds, objectKeyId);
       if (!hasEventId) {
         s.insert.run(...args);
         ++seq;
@@ -356,16 +344,26 @@ const REJECTED = 3;
 /** A transaction's receipts per tenant and UTC day of arrival: [received, stored, duplicates, rejected]. */
 class Receipts {
   readonly #days = new Map<string, number[]>();
+  /** The last tenant and day counted, and their counts: a unit's events share them (no key made per event). */
+  #tenant = -1;
+  #day = -1;
+  #counts: number[] = [];
 
   add(tenantId: number, receivedAt: number, outcome: typeof STORED | typeof DUPLICATE | typeof REJECTED): void {
-    const key = `${tenantId}/${Math.floor(receivedAt / 86400)}`;
-    let counts = this.#days.get(key);
-    if (counts === undefined) {
-      counts = [0, 0, 0, 0];
-      this.#days.set(key, counts);
+    const day = Math.floor(receivedAt / 86400);
+    if (tenantId !== this.#tenant || day !== this.#day) {
+      const key = `${tenantId}/${day}`;
+      let counts = this.#days.get(key);
+      if (counts === undefined) {
+        counts = [0, 0, 0, 0];
+        this.#days.set(key, counts);
+      }
+      this.#tenant = tenantId;
+      this.#day = day;
+      this.#counts = counts;
     }
-    counts[0]!++;
-    counts[outcome]!++;
+    this.#counts[0]!++;
+    this.#counts[outcome]!++;
   }
 
   write(upsert: Statements['receipts']): void {
