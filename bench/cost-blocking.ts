@@ -5,10 +5,12 @@
  * - idle: for `idleMs`, with nothing else running;
  * - during: while one cold cost request (the month never priced by this process) runs.
  * Prints one `BENCH {...}` line: p50 and max of each, how many were answered, the cost request's
- * wall time, and the load averages at start and end. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), idleMs }.
+ * wall time, and the load averages at start and end. With `alone`, only the cost request, nothing
+ * beside it (the other requests' own load, PostgreSQL's above all, slows it too).
+ * `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), idleMs, alone }.
  */
 import { loadavg } from 'node:os';
-import { startBucketmeter } from './proc.js';
+import { runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
 interface Spec {
@@ -17,6 +19,7 @@ interface Spec {
   key: string;
   now: number;
   idleMs?: number;
+  alone?: boolean;
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
@@ -56,19 +59,18 @@ async function main(): Promise<void> {
     return out;
   };
   try {
-    const idle = await others(new Promise((done) => setTimeout(done, spec.idleMs ?? 5000)));
+    const idle = spec.alone === true ? { usage: [], ingest: [] } : await others(new Promise((done) => setTimeout(done, spec.idleMs ?? 5000)));
     const started = process.hrtime.bigint();
     const cost = fetch(`${server.url}/v1/costs?${range}&granularity=day&groupBy=customerId`, { headers }).then(async (response) => {
       const body = await response.text();
       if (response.status !== 200) throw new Error(`cost: ${response.status} ${body.slice(0, 500)}`);
       return Number(process.hrtime.bigint() - started) / 1e6;
     });
-    const [costMs, during] = await Promise.all([cost, others(cost)]);
+    const [costMs, during] = await Promise.all([cost, spec.alone === true ? { usage: [], ingest: [] } : others(cost)]);
     load.push(loadavg());
     const result = {
       costMs: Math.round(costMs),
-      idle: { usage: summary(idle.usage), ingest: summary(idle.ingest) },
-      during: { usage: summary(during.usage), ingest: summary(during.ingest) },
+      ...(spec.alone === true ? {} : { idle: { usage: summary(idle.usage), ingest: summary(idle.ingest) }, during: { usage: summary(during.usage), ingest: summary(during.ingest) } }),
       loadAverages: load.map((l) => l.map((v) => Math.round(v * 100) / 100)),
     };
     process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
@@ -77,7 +79,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`cost blocking bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+runBench('cost blocking', main);
