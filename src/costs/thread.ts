@@ -31,7 +31,8 @@ interface Job {
 }
 
 export class CostThread {
-  #worker: Worker;
+  /** undefined after the thread exited: the next request starts another (not at once, so a thread that cannot start does not loop). */
+  #worker: Worker | undefined;
   /** Requests waiting for their answer (a page, or an export's first 'ready'). */
   readonly #jobs = new Map<number, Job>();
   /** FOCUS exports being sent: each pulls its next chunk when its reader wants more. */
@@ -76,6 +77,7 @@ export class CostThread {
     this.#closed = true;
     this.#failAll(new Error('the cost thread is closing'));
     const worker = this.#worker;
+    if (worker === undefined) return;
     const exited = new Promise((done) => worker.once('exit', done));
     worker.postMessage({ type: 'close' } satisfies ToCostThread);
     const stop = setTimeout(() => void worker.terminate(), CLOSE_GRACE_MS);
@@ -93,37 +95,39 @@ export class CostThread {
   }
 
   #post(message: ToCostThread): void {
+    this.#worker ??= this.#spawn();
     this.#worker.postMessage(message);
   }
 
   /** The thread keeps the process alive only while it has work: an idle one must not hold a stop. */
   #refIfBusy(): void {
-    if (this.#jobs.size + this.#exports.size > 0) this.#worker.ref();
-    else this.#worker.unref();
+    if (this.#jobs.size + this.#exports.size > 0) this.#worker?.ref();
+    else this.#worker?.unref();
   }
 
   #spawn(): Worker {
     const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: this.pricing } });
     worker.unref();
-    worker.on('message', (message: FromCostThread) => this.#receive(message));
+    worker.on('message', (message: FromCostThread) => this.#receive(worker, message));
     worker.on('error', () => {
-      // The exit that follows fails what was asked and starts another thread.
+      // The exit that follows fails what was asked.
     });
     worker.on('exit', () => {
       if (this.#closed || worker !== this.#worker) return;
+      this.#worker = undefined;
       this.#failAll(new Error('the cost thread exited'));
-      this.#worker = this.#spawn();
     });
     return worker;
   }
 
-  #receive(message: FromCostThread): void {
+  #receive(worker: Worker, message: FromCostThread): void {
     if (message.type === 'caughtUp') {
-      // The store's catch-up (SQLite), its backlog refusal coded as the store's own reads code it.
+      // The store's catch-up (SQLite), its backlog refusal coded as the store's own reads code it;
+      // answered to the thread that asked, whichever runs by then.
       const caughtUp = this.source.caughtUp ?? (async () => undefined);
       caughtUp(message.what).then(
-        () => this.#post({ type: 'caughtUp', id: message.id }),
-        (err: unknown) => this.#post({ type: 'caughtUp', id: message.id, error: toWire(asQueryTimeout(err)) }),
+        () => worker.postMessage({ type: 'caughtUp', id: message.id } satisfies ToCostThread),
+        (err: unknown) => worker.postMessage({ type: 'caughtUp', id: message.id, error: toWire(asQueryTimeout(err)) } satisfies ToCostThread),
       );
       return;
     }
@@ -148,9 +152,12 @@ export class CostThread {
   }
 
   #failAll(reason: Error): void {
-    for (const job of this.#jobs.values()) job.reject(reason);
+    const jobs = [...this.#jobs.values()];
+    const streams = [...this.#exports.values()];
+    // Out of the maps first: a stream destroyed here has no thread to tell.
     this.#jobs.clear();
-    for (const stream of this.#exports.values()) stream.destroy(reason);
     this.#exports.clear();
+    for (const job of jobs) job.reject(reason);
+    for (const stream of streams) stream.destroy(reason);
   }
 }

@@ -35,6 +35,8 @@ const opened: Promise<{ reads: ThreadReads; service: CostService }> = openThread
   reads,
   service: new CostService({ usage: reads.usage, storage: reads.storage, pricing: loadPricing(data.pricing) }),
 }));
+// A failure to open is each request's error, answered when it comes; not an unhandled rejection that stops the thread.
+opened.catch(() => {});
 /** FOCUS exports being pulled, by request id. */
 const exports = new Map<number, Iterator<string>>();
 
@@ -72,12 +74,10 @@ async function handle(message: ToCostThread): Promise<void> {
       else wait?.reject(fromWire(message.error));
       return;
     }
-    case 'close': {
-      const { reads } = await opened;
-      await reads.close();
+    case 'close':
+      await opened.then(({ reads }) => reads.close(), () => undefined);
       port.close();
       return;
-    }
   }
 }
 

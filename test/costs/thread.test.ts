@@ -2,14 +2,21 @@
  * A cost request is priced on the cost thread (src/costs/thread.ts), not on the event loop: while
  * one cold request prices a month of 5,000 attribution keys (seconds of work), usage and ingest
  * requests sent one after another are all answered before it (priced on the event loop, as before
- * the thread, the cost reply came after 8 of the 25 pairs on SQLite and 9 on PostgreSQL). Also: a coded error thrown on the
- * thread is the same problem+json reply, and the server stops cleanly with the thread started.
- * Both stores.
+ * the thread, the cost reply came after 8 of the 25 pairs on SQLite and 9 on PostgreSQL). Also: a
+ * coded error thrown on the thread is the same problem+json reply, the server stops cleanly with
+ * the thread started (both stores), and a thread that exits fails its request and is started again
+ * by the next.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { CostThread } from '../../src/costs/thread.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { parseUsageParams } from '../../src/usage/params.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
-import { createKey, request, startServer } from '../support/server.js';
+import { createKey, request, startServer, tempDir } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { iso, send } from '../support/workload.js';
 
@@ -81,3 +88,38 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('cost thread that exits', () => {
+  it('fails the request it had, and the next request starts another thread', async () => {
+    const dir = tempDir();
+    const flag = join(dir, 'exit-once');
+    writeFileSync(flag, '');
+    // The first thread exits at its first message; the next runs the real one.
+    const script = join(dir, 'worker.mjs');
+    const real = new URL('../../src/costs/worker.js', import.meta.url).href;
+    writeFileSync(
+      script,
+      `import { existsSync, unlinkSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+if (existsSync(${JSON.stringify(flag)})) {
+  unlinkSync(${JSON.stringify(flag)});
+  parentPort.once('message', () => process.exit(1));
+} else {
+  await import(${JSON.stringify(real)});
+}
+`,
+    );
+    const store = await openSqliteStore({ path: join(dir, 'cost.db') });
+    const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined }, pathToFileURL(script));
+    try {
+      const query = parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+      await assert.rejects(costs.page(1, query), /the cost thread exited/);
+      const page = await costs.page(1, query);
+      assert.deepEqual(JSON.parse(page.text).rows, []);
+      assert.equal(page.nextCursor, null);
+    } finally {
+      await costs.close();
+      await store.close();
+    }
+  });
+});
