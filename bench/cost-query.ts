@@ -8,7 +8,7 @@
  * - the FOCUS export of the last day of the range (rows/s = CSV lines over the p50).
  * Prints one `BENCH {...}` line. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), runs }.
  */
-import { startBucketmeter } from './proc.js';
+import { runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
 interface Spec {
@@ -65,7 +65,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`cost query bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+runBench('cost query', main);

@@ -355,3 +355,11 @@ export function coreShares(before: Map<number, CoreTimes>, after: Map<number, Co
   }
   return out;
 }
+
+/** Runs a bench child's main: a failure is written with its stack, and the child exits 1. */
+export function runBench(name: string, main: () => Promise<void>): void {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${name} bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -33,7 +33,7 @@ import { SetupError } from './setup-error.js';
 import { FOLD_BEFORE_READ_MS, type EventLog, type Store } from './store/types.js';
 import { TelemetryService } from './telemetry/service.js';
 import { UsageService } from './usage/service.js';
-import { CostService } from './costs/service.js';
+import { CostThread } from './costs/thread.js';
 import { loadPricing } from './pricing/setup.js';
 import { QuarantineService } from './quarantine/service.js';
 import { throttledWarn } from './logging/throttle.js';
@@ -179,6 +179,9 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   });
   const telemetry = new TelemetryService(logger);
   telemetryMetrics(metrics.registry, () => telemetry.counters());
+  // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
+  loadPricing(config);
+  const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans });
   const app = await buildHttpServer({
     logger,
     ingest,
@@ -189,7 +192,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
     usage: new UsageService(store.usage, store.inventory),
     objects: new ObjectsService(store.inventory),
-    costs: new CostService({ usage: store.usage, storage: store.storageFeed, pricing: loadPricing(config) }),
+    costs,
     quarantine: new QuarantineService(store.quarantine),
     authenticator: new Authenticator({ keys: store.keys, cacheSeconds: config.keyCacheSeconds }),
     ...(config.rateLimit > 0 ? { rateLimiter: new RateLimiter(config.rateLimit) } : {}),
@@ -262,6 +265,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
         } finally {
           clearInterval(sweep);
         }
+        await costs.close();
         await committer.close();
         await store.close();
       })()),

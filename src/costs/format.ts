@@ -60,3 +60,18 @@ export function* costFocus(tenantName: string, accounts: readonly PricedAccount[
     for (const r of a.rows) for (const one of rowsOf(r)) yield focusLine(one, ctx);
   }
 }
+
+const CHUNK_CHARS = 64 * 1024;
+
+/** Lines joined into chunks of about 64 KiB: a stream of one short string per line costs more than the lines. */
+export function* inChunks(lines: Iterable<string>): Generator<string> {
+  let chunk = '';
+  for (const line of lines) {
+    chunk += line;
+    if (chunk.length >= CHUNK_CHARS) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk !== '') yield chunk;
+}

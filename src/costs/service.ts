@@ -107,7 +107,7 @@ function* cut(rows: readonly ProviderCostRow[], request: Pick<UsageRequest, 'fro
 }
 
 export interface CostDeps {
-  usage: UsageStore;
+  usage: Pick<UsageStore, 'query'>;
   /** The object inventory: stored bytes and the intervals behind them. */
   storage: StorageFeed;
   pricing: Pricing;

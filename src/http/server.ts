@@ -36,7 +36,7 @@ import { usageRoutes } from './routes/usage.js';
 import { objectsRoutes } from './routes/objects.js';
 import type { ObjectsService } from '../inventory/objects.js';
 import type { UsageService } from '../usage/service.js';
-import type { CostService } from '../costs/service.js';
+import type { CostThread } from '../costs/thread.js';
 import type { QuarantineService } from '../quarantine/service.js';
 
 declare module 'fastify' {
@@ -65,7 +65,7 @@ export interface HttpDeps {
   health: HealthService;
   usage: UsageService;
   objects: ObjectsService;
-  costs: CostService;
+  costs: CostThread;
   quarantine: QuarantineService;
   authenticator: Authenticator;
   rateLimiter?: RateLimiter;

@@ -438,8 +438,7 @@ function paidPart(before: bigint, after: bigint, bands: readonly Band[]): bigint
 
 /** consumed = consumedNumerator / consumedDenominator base units; cost in units of 10^-COST_PLACES. */
 function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attribution | null, consumedNumerator: bigint, consumedDenominator: bigint, costUnits: bigint, repeat?: Repeat): CostRow {
-  return {
-    ...(repeat === undefined ? {} : { repeat }),
+  const out: { -readonly [K in keyof CostRow]: CostRow[K] } = {
     hour,
     slot,
     key,
@@ -454,6 +453,9 @@ function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attri
     pricingUnit: line.pricingUnit,
     cost: unitsText(costUnits, COST_PLACES),
   };
+  // Set after, not spread in: a literal with a conditional spread is built the slow way, and rows are millions.
+  if (repeat !== undefined) out.repeat = repeat;
+  return out;
 }
 
 /** Quantities nobody can price (no plan for the provider, or before a plan's first version). */

@@ -56,9 +56,11 @@ export function unitsText(units: bigint, places: number): string {
   return `${negative ? '-' : ''}${digits.slice(0, -places)}.${digits.slice(-places)}`;
 }
 
+const QUANTITY_SCALE = 10n ** BigInt(QUANTITY_PLACES);
+
 /** numerator / denominator as a quantity column: QUANTITY_PLACES places, no trailing zeros. */
 export function quantityText(numerator: bigint, denominator: bigint): string {
-  const text = unitsText(divHalfEven(numerator * 10n ** BigInt(QUANTITY_PLACES), denominator), QUANTITY_PLACES);
+  const text = unitsText(divHalfEven(numerator * QUANTITY_SCALE, denominator), QUANTITY_PLACES);
   return text.replace(/\.?0+$/, '');
 }
 

@@ -171,6 +171,32 @@ export interface Store extends EventLog, Health, JobOwnership {
   readonly usage: UsageStore;
   readonly inventory: InventoryStore;
   readonly storageFeed: StorageFeed;
+  /** How another thread of this process opens reads of this store of its own (the cost thread). */
+  readonly threadReads: ThreadReadsSource;
+  close(): Promise<void>;
+}
+
+/** What a thread is given to open its own reads of a store (store/thread-reads.ts); plain data, it crosses threads. */
+export type ThreadReadsSpec =
+  | { backend: 'sqlite'; path: string; busyTimeoutMs: number }
+  | { backend: 'postgres'; url: string; foldBeforeReadMs: number };
+
+/** What a read waits for first: every event committed before it folded into the rollups ('usage') or applied to the inventory. */
+export type CaughtUpFor = 'usage' | 'inventory';
+
+export interface ThreadReadsSource {
+  readonly spec: ThreadReadsSpec;
+  /**
+   * SQLite only: the catch-up a read waits for, run here (folds and the inventory's outbox are the
+   * writer thread's, which only this thread talks to). PostgreSQL's run from any connection.
+   */
+  readonly caughtUp?: (what: CaughtUpFor) => Promise<void>;
+}
+
+/** A thread's own reads of the store: what the cost service reads, each caught up first as the store's own. */
+export interface ThreadReads {
+  readonly usage: Pick<UsageStore, 'query'>;
+  readonly storage: StorageFeed;
   close(): Promise<void>;
 }
 

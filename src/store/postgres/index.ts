@@ -2,12 +2,13 @@
  * Opens the PostgreSQL store: a bounded pool, migrations (exactly once across processes), monthly
  * event partitions created ahead and re-checked periodically.
  */
-import { Pool } from 'pg';
-import { throttledWarn, type WarnLogger } from '../../logging/throttle.js';
+import type { Pool } from 'pg';
+import type { WarnLogger } from '../../logging/throttle.js';
 import { StoreUnavailableError, type Store } from '../types.js';
 import { migrate } from './migrate.js';
 import { PgJobOwnership } from './jobs.js';
 import { ensurePartitions } from './partitions.js';
+import { createPool } from './pool.js';
 import { PostgresStore } from './store.js';
 
 export interface PostgresStoreOptions {
@@ -38,27 +39,7 @@ const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000;
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   const { logger } = options;
-  const pool = new Pool({
-    connectionString: options.url,
-    max: options.poolMax ?? 10,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    idleTimeoutMillis: 30_000,
-    // Notices a dead peer on idle connections instead of finding out at the next commit.
-    keepAlive: true,
-    // A large unit's transaction spans several round trips (encode.ts) and holds its event_ids row
-    // locks meanwhile. If this process dies or its network hangs mid-way, PostgreSQL ends the session
-    // after this long instead of when TCP keepalive notices (hours), so retries on other nodes proceed.
-    idle_in_transaction_session_timeout: 10_000,
-    application_name: 'bucketmeter',
-  });
-  // An idle connection that dies (server restart, pg_terminate_backend) is reported here and already
-  // removed by the pool; without a listener the 'error' event would crash the process.
-  // When the server goes, every idle connection reports it at once.
-  const connectionLost = throttledWarn(logger);
-  pool.on('error', (err) => connectionLost.warn({ err }, 'PostgreSQL connection lost; the pool reconnects on demand'));
-  // The pool listens on idle clients only; a checked-out client whose socket dies also emits 'error'.
-  // The query in flight (or the next one) rejects with it, which is where it is handled.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const pool = createPool({ url: options.url, max: options.poolMax ?? 10, connectTimeoutMs: options.connectTimeoutMs ?? 5000, logger });
 
   const maintainPartitions = async () => {
     try {
@@ -87,7 +68,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   const jobs = new PgJobOwnership(options.url, logger);
   let closing: Promise<void> | undefined;
-  return new PostgresStore(pool, options.copyMinEvents ?? COPY_MIN_EVENTS, jobs, () => {
+  return new PostgresStore(pool, options.url, options.copyMinEvents ?? COPY_MIN_EVENTS, jobs, () => {
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;

@@ -32,6 +32,7 @@ import {
   type QuarantineStore,
   type Store,
   type StoredEvent,
+  type ThreadReadsSource,
   type UsageStore,
 } from '../types.js';
 import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
@@ -121,7 +122,7 @@ function isUnavailable(err: unknown): boolean {
 }
 
 /** Runs a read or admin call, turning unavailability into StoreUnavailableError. */
-async function guarded<T>(run: () => Promise<T>): Promise<T> {
+export async function guarded<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
@@ -327,10 +328,12 @@ export class PostgresStore implements Store {
   readonly usage: UsageStore;
   readonly inventory: PostgresInventory;
   readonly storageFeed: PostgresInventory;
+  readonly threadReads: ThreadReadsSource;
   private readonly dictionary: Dictionary;
 
   constructor(
     private readonly pool: Pool,
+    url: string,
     private readonly copyMinEvents: number,
     private readonly jobs: JobOwnership,
     private readonly onClose: () => Promise<void>,
@@ -360,6 +363,8 @@ export class PostgresStore implements Store {
     };
     this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs);
     this.storageFeed = this.inventory;
+    // Another thread opens a pool of its own and catches up itself, as these reads do.
+    this.threadReads = { spec: { backend: 'postgres', url, foldBeforeReadMs } };
   }
 
   async commit(unit: CommitUnit): Promise<EventOutcome[]> {

@@ -22,6 +22,13 @@ export function openConnection(path: string, busyTimeoutMs: number): Connection 
   }
 }
 
+/** A read-only connection of a thread that only reads (a reader thread, the cost thread). */
+export function openReadOnly(path: string, busyTimeoutMs: number): Connection {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  return db;
+}
+
 /** The durability settings in effect on a connection, as opened above. */
 export interface ConnectionSettings {
   journalMode: string;

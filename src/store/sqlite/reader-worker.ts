@@ -3,12 +3,10 @@
  * that a long read never holds the main event loop. Each read checks its budget between bounded
  * steps and stops with ReadTimeoutError past it.
  */
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { lowerThreadPriority } from '../../background-thread.js';
 import { InvalidCursorError, ReadTimeoutError } from '../types.js';
-import { sqliteCode } from './connection.js';
+import { openReadOnly, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
 import { EventReader } from './read-events.js';
@@ -36,12 +34,6 @@ function handlers(db: Connection): Handlers {
   };
 }
 
-function open(data: ReaderData): Connection {
-  const db = new Database(data.path, { readonly: true, fileMustExist: true });
-  db.pragma(`busy_timeout = ${data.busyTimeoutMs}`);
-  return db;
-}
-
 function kindOf(err: unknown): ReadErrorKind {
   if (err instanceof ReadTimeoutError) return 'timeout';
   if (err instanceof InvalidCursorError) return 'cursor';
@@ -49,24 +41,8 @@ function kindOf(err: unknown): ReadErrorKind {
   return 'error';
 }
 
-/** Nice value of reader threads: above the main thread's 0, so that requests get a busy core first. */
-const READER_NICE = 19;
-
-/**
- * Reads are background work beside ingestion: on Linux, where a thread has its own nice value (set
- * through its thread id), this thread yields a contended core to the threads that answer requests
- * and commit. Elsewhere it runs at the process's priority.
- */
-function lowerPriority(): void {
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, READER_NICE);
-  } catch {
-    // Not Linux, or not allowed: same priority as the rest.
-  }
-}
-
-lowerPriority();
+// Reads are background work beside ingestion.
+lowerThreadPriority();
 const port = parentPort!;
 const data = workerData as ReaderData;
 let table: Handlers | undefined;
@@ -75,7 +51,7 @@ port.on('message', (request: ReadRequest) => {
   let response: ReadResponse;
   let transfer: ArrayBuffer[] = [];
   try {
-    table ??= handlers(open(data));
+    table ??= handlers(openReadOnly(data.path, data.busyTimeoutMs));
     const run = table[request.name] as (args: unknown, budget: ReadBudget) => unknown;
     const result = run(request.args, new ReadBudget(request.deadline, request.budgetMs));
     if (request.name === 'usage.query') transfer = columnBuffers(result as UsageColumns);

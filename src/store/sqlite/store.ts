@@ -6,7 +6,7 @@
 import { FOLD_BEFORE_READ_MS, FoldBacklogError, StoreUnavailableError, inventoryBacklog, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
-  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference,
+  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference, ThreadReadsSource,
 } from '../types.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, connectionSettings, openConnection, toStoreError } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
@@ -49,6 +49,7 @@ export class SqliteStore implements Store {
   readonly usage: UsageStore;
   readonly inventory: InventoryStore;
   readonly storageFeed: StorageFeed;
+  readonly threadReads: ThreadReadsSource;
   readonly #db: Connection;
   readonly #writer: WriterThread;
   readonly #readers: ReaderPool;
@@ -138,6 +139,11 @@ export class SqliteStore implements Store {
     this.storageFeed = {
       storageDeltas: (tenantId, from, to) => caughtUp(() => this.#readers.run('inventory.deltas', { tenantId, from, to }, tenantId, USAGE_BUDGET_MS)),
       storageIntervals: (tenantId, from, to, filter) => caughtUp(() => this.#readers.run('inventory.intervals', { tenantId, from, to, filter }, tenantId, USAGE_BUDGET_MS)),
+    };
+    // Another thread reads on a read-only connection of its own, after the same catch-up as these reads.
+    this.threadReads = {
+      spec: { backend: 'sqlite', path: db.name, busyTimeoutMs: db.pragma('busy_timeout', { simple: true }) as number },
+      caughtUp: (what) => (what === 'usage' ? foldUsage(epochNow() + foldBeforeReadMs) : caughtUp(async () => undefined)),
     };
   }
 

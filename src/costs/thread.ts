@@ -1,0 +1,163 @@
+/**
+ * The main thread's side of the cost thread (worker.ts). Pricing a cold month is seconds of CPU and
+ * of garbage collection (20 s of it, 30% GC, for 300k events over 30 days, docs/BENCHMARKS.md): on
+ * the main thread it held every ingest and usage request that long. A thread of its own rather than
+ * yielding every few milliseconds: yielding would still spend that CPU on the event loop's thread
+ * (each request waiting behind slices of it), and kept months and the pricing garbage would still
+ * live in the main heap, whose pauses every request pays. Here the main thread only passes the
+ * parsed request and the reply's text, and runs the catch-up a SQLite read waits for.
+ */
+import { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
+import type { ThreadReadsSource } from '../store/types.js';
+import type { UsageRequest } from '../usage/params.js';
+import type { Config } from '../config.js';
+import { asQueryTimeout } from '../query/timed.js';
+import type { FromCostThread, ToCostThread } from './protocol.js';
+import { fromWire, toWire } from './protocol.js';
+
+/** How long a closing thread may take to close its reads before it is stopped. */
+const CLOSE_GRACE_MS = 5000;
+
+export interface CostText {
+  /** The page as request.format: JSON or CSV. */
+  text: string;
+  nextCursor: string | null;
+}
+
+interface Job {
+  resolve(message: FromCostThread): void;
+  reject(err: unknown): void;
+}
+
+export class CostThread {
+  /** undefined after the thread exited: the next request starts another (not at once, so a thread that cannot start does not loop). */
+  #worker: Worker | undefined;
+  /** Requests waiting for their answer (a page, or an export's first 'ready'). */
+  readonly #jobs = new Map<number, Job>();
+  /** FOCUS exports being sent: each pulls its next chunk when its reader wants more. */
+  readonly #exports = new Map<number, Readable>();
+  #nextId = 1;
+  #closed = false;
+
+  constructor(
+    private readonly source: ThreadReadsSource,
+    private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'>,
+    private readonly workerUrl = new URL('./worker.js', import.meta.url),
+  ) {
+    this.#worker = this.#spawn();
+  }
+
+  /** A /v1/costs page as text, or the request's coded error (as CostService throws them). */
+  async page(tenantId: number, request: UsageRequest): Promise<CostText> {
+    const answer = await this.#ask({ type: 'page', id: this.#nextId++, tenantId, request });
+    if (answer.type !== 'page') throw new Error(`cost thread answered ${answer.type} to a page`);
+    return { text: answer.text, nextCursor: answer.nextCursor };
+  }
+
+  /** The FOCUS CSV, priced before this resolves (a refusal is an error reply, not a cut stream), then read as it is written. */
+  async focus(tenantId: number, tenantName: string, request: UsageRequest): Promise<Readable> {
+    const id = this.#nextId++;
+    await this.#ask({ type: 'focus', id, tenantId, tenantName, request });
+    const stream = new Readable({
+      read: () => this.#post({ type: 'pull', id }),
+      destroy: (err, done) => {
+        if (this.#exports.delete(id)) this.#post({ type: 'cancel', id });
+        this.#refIfBusy();
+        done(err);
+      },
+    });
+    this.#exports.set(id, stream);
+    this.#refIfBusy();
+    return stream;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#failAll(new Error('the cost thread is closing'));
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    const exited = new Promise((done) => worker.once('exit', done));
+    worker.postMessage({ type: 'close' } satisfies ToCostThread);
+    const stop = setTimeout(() => void worker.terminate(), CLOSE_GRACE_MS);
+    await exited;
+    clearTimeout(stop);
+  }
+
+  #ask(message: Extract<ToCostThread, { type: 'page' | 'focus' }>): Promise<FromCostThread> {
+    if (this.#closed) return Promise.reject(new Error('the cost thread is closed'));
+    return new Promise((resolve, reject) => {
+      this.#jobs.set(message.id, { resolve, reject });
+      this.#post(message);
+      this.#refIfBusy();
+    });
+  }
+
+  #post(message: ToCostThread): void {
+    this.#worker ??= this.#spawn();
+    this.#worker.postMessage(message);
+  }
+
+  /** The thread keeps the process alive only while it has work: an idle one must not hold a stop. */
+  #refIfBusy(): void {
+    if (this.#jobs.size + this.#exports.size > 0) this.#worker?.ref();
+    else this.#worker?.unref();
+  }
+
+  #spawn(): Worker {
+    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: this.pricing } });
+    worker.unref();
+    worker.on('message', (message: FromCostThread) => this.#receive(worker, message));
+    worker.on('error', () => {
+      // The exit that follows fails what was asked.
+    });
+    worker.on('exit', () => {
+      if (this.#closed || worker !== this.#worker) return;
+      this.#worker = undefined;
+      this.#failAll(new Error('the cost thread exited'));
+    });
+    return worker;
+  }
+
+  #receive(worker: Worker, message: FromCostThread): void {
+    if (message.type === 'caughtUp') {
+      // The store's catch-up (SQLite), its backlog refusal coded as the store's own reads code it;
+      // answered to the thread that asked, whichever runs by then.
+      const caughtUp = this.source.caughtUp ?? (async () => undefined);
+      caughtUp(message.what).then(
+        () => worker.postMessage({ type: 'caughtUp', id: message.id } satisfies ToCostThread),
+        (err: unknown) => worker.postMessage({ type: 'caughtUp', id: message.id, error: toWire(asQueryTimeout(err)) } satisfies ToCostThread),
+      );
+      return;
+    }
+    const stream = this.#exports.get(message.id);
+    if (stream !== undefined) {
+      if (message.type === 'chunk') {
+        if (message.chunk === null) this.#exports.delete(message.id);
+        stream.push(message.chunk);
+      } else if (message.type === 'error') {
+        this.#exports.delete(message.id);
+        stream.destroy(fromWire(message.error));
+      }
+      this.#refIfBusy();
+      return;
+    }
+    const job = this.#jobs.get(message.id);
+    if (job === undefined) return;
+    this.#jobs.delete(message.id);
+    if (message.type === 'error') job.reject(fromWire(message.error));
+    else job.resolve(message);
+    this.#refIfBusy();
+  }
+
+  #failAll(reason: Error): void {
+    const jobs = [...this.#jobs.values()];
+    const streams = [...this.#exports.values()];
+    // Out of the maps first: a stream destroyed here has no thread to tell.
+    this.#jobs.clear();
+    this.#exports.clear();
+    for (const job of jobs) job.reject(reason);
+    for (const stream of streams) stream.destroy(reason);
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * PostgreSQL reads of a thread of their own (the cost thread): a small pool of its own, each read
+ * folding and applying what is pending first, as the store's reads do (any connection may).
+ */
+import type { ThreadReads } from '../types.js';
+import { PostgresInventory } from './inventory.js';
+import { createPool } from './pool.js';
+import { guarded } from './store.js';
+import { PostgresUsageReads } from './usage.js';
+import { PostgresUsageFold } from './usage-fold.js';
+
+/** One connection reads while another folds or applies for a second request. */
+const POOL_MAX = 2;
+
+export function openPostgresThreadReads(spec: { url: string; foldBeforeReadMs: number }): ThreadReads {
+  // Connections lost are the store's pool's to report: the same server, the same moment.
+  const pool = createPool({ url: spec.url, max: POOL_MAX, connectTimeoutMs: 5000 });
+  const reads = new PostgresUsageReads(pool, guarded);
+  const fold = new PostgresUsageFold(pool, guarded);
+  return {
+    usage: {
+      query: async (tenantId, query) => {
+        await fold.catchUp(Date.now() + spec.foldBeforeReadMs);
+        return reads.query(tenantId, query);
+      },
+    },
+    storage: new PostgresInventory(pool, guarded, spec.foldBeforeReadMs),
+    close: () => pool.end(),
+  };
+}
