@@ -34,9 +34,9 @@ export async function timeOverview(server: { url: string; key: string }, fromDay
   let allReached = true;
   try {
     for (let run = 0; run < runs + 1; run++) {
-      // A context of its own per run, as a new visitor: in one shared profile the cost requests of
-      // earlier runs' closed pages, still being priced at 10M events, held the next pages' first
-      // request back (first numbers not painted in 300 s, 285 ms in a fresh browser).
+      // A context of its own per run, as a new visitor. (At 10M events this did not stop later runs
+      // waiting: their first request queued on the server behind earlier runs' panel reads; see
+      // docs/BENCHMARKS.md, "10M events".)
       const context = await browser.newContext();
       await context.addInitScript((k) => sessionStorage.setItem('bucketmeter.apiKey', k), server.key);
       const page = await context.newPage();
