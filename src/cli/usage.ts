@@ -59,7 +59,7 @@ export async function usageCommand(store: Store, sub: string | undefined, values
       // The whole answer at once: the CLI prints every row, so pages would only compute it again.
       const all = await withParams(() => service.query(tenantId!, { ...request, limit: Number.MAX_SAFE_INTEGER }));
       if (values.csv === true) process.stdout.write(usageCsv(request, all));
-      else if (values.json === true) process.stdout.write(`${usageJson(request, all).toString()}\n`);
+      else if (values.json === true) process.stdout.write(Buffer.concat([usageJson(request, all), Buffer.from('\n')]));
       else {
         const names = request.storage ? [...MEASURES, ...STORAGE_MEASURES] : MEASURES;
         const text = (m: bigint, i: number) => (i === MEASURES.length ? byteHours(m) : String(m));

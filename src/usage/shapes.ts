@@ -131,31 +131,23 @@ export function planUsage(needed: Iterable<Dimension>, bounds: readonly number[]
 }
 
 /**
- * When every row of a one-term plan is one answer row, the window of each of its units: each span
- * adds one whole unit (a UTC day to a day window, an hour to an hourly one) and each dimension the
+ * When every row of a one-term plan is one answer row: each window is one whole unit (a UTC day for
+ * day windows, an hour for hourly ones), window w reading unit `first + w`, and each dimension the
  * shape keeps is grouped by or filtered to one value, so nothing is summed. Such a read needs no
  * GROUP BY (day windows of `customer_day` by customer: 30,000 rows a month; of `client_day` by client
- * for one customer). `units`: the units read, ascending (each one looked up by equality, so that a
- * filtered dimension after the time column in the key narrows the lookup); `windowOf[u - first]` is
- * -1 for a unit of no span.
+ * for one customer).
  */
 export function directWindows(
   terms: readonly UsageTerm[],
   groupBy: readonly Dimension[],
   filters: Partial<Record<Dimension, readonly string[]>>,
-): { units: number[]; first: number; windowOf: Int32Array } | undefined {
+): { first: number; count: number } | undefined {
   if (terms.length !== 1) return undefined;
   const [{ shape, spans }] = terms as [UsageTerm];
   if (!shape.dimensions.every((d) => groupBy.includes(d) || filters[d]?.length === 1)) return undefined;
-  if (spans.length === 0 || !spans.every((s) => s.sign === 1 && s.to === s.from + 1)) return undefined;
-  const first = Math.min(...spans.map((s) => s.from));
-  const windowOf = new Int32Array(Math.max(...spans.map((s) => s.to)) - first).fill(-1);
-  for (const s of spans) {
-    // Two windows reading the same unit would each need its measures.
-    if (windowOf[s.from - first] !== -1) return undefined;
-    windowOf[s.from - first] = s.window;
-  }
-  return { units: spans.map((s) => s.from).sort((a, b) => a - b), first, windowOf };
+  const first = spans[0]?.from;
+  if (first === undefined || !spans.every((s, w) => s.window === w && s.sign === 1 && s.from === first + w && s.to === s.from + 1)) return undefined;
+  return { first, count: spans.length };
 }
 
 const GET = KINDS.GetObject.code;

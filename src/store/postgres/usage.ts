@@ -29,7 +29,7 @@ export class PostgresUsageReads {
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
-      const { units, first, windowOf } = direct;
+      const { first, count } = direct;
       // The range bounds the index scan (with the list alone the planner scanned the tenant's every
       // day); the list lets a filtered dimension after the time column narrow it. In key order (no
       // sort), so that a key's rows in other shards (written before migration 6) come together and
@@ -39,8 +39,8 @@ export class PostgresUsageReads {
       const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
         FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3 AND u.${shape.grain} = ANY($4::integer[])${where.map((c) => ` AND ${c}`).join('')}
         ORDER BY ${order}`;
-      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + windowOf.length, units], rowMode: 'array' }));
-      return this.#columns(q, raw, (unit) => windowOf[(unit as number) - first]!);
+      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }));
+      return this.#columns(q, raw, first);
     }
     const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
@@ -60,20 +60,20 @@ export class PostgresUsageReads {
       FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
     const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text: sql, values, rowMode: 'array' }));
-    return this.#columns(q, raw, (window) => window as number);
+    return this.#columns(q, raw, 0);
   }
 
   /**
-   * Raw rows (their window or unit, the groups, the measures as text) as columns: rows of window -1
-   * left out, and a row with the same window and groups as the row before added to it.
+   * Raw rows (their window, or unit: the window plus `first`; the groups; the measures as text) as
+   * columns, a row with the same window and groups as the row before added to it: a direct read's
+   * rows of one key in several shards (grouped reads have no such neighbours).
    */
-  async #columns(q: UsageStoreQuery, raw: unknown[][], windowOf: (first: unknown) => number): Promise<UsageColumns> {
+  async #columns(q: UsageStoreQuery, raw: unknown[][], first: number): Promise<UsageColumns> {
     const n = q.groupBy.length;
     const rows = idColumns(q.groupBy, raw.length);
     let i = 0;
     for (const row of raw) {
-      const window = windowOf(row[0]);
-      if (window < 0) continue;
+      const window = (row[0] as number) - first;
       const same = i > 0 && rows.window[i - 1] === window && rows.ids.every((ids, g) => ids[i - 1] === row[1 + g]);
       const at = same ? i - 1 : i++;
       rows.window[at] = window;

@@ -31,11 +31,13 @@ export class UsageReader {
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
-      const { units, first, windowOf } = direct;
+      const { first, count } = direct;
+      // Each unit looked up by equality, so that a dimension filtered after the time column in the key narrows the lookup.
+      const units = Array.from({ length: count }, (_, w) => first + w);
       const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
       const raw = this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][];
-      return this.#columns(q, raw, (unit) => windowOf[Number(unit) - first]!);
+      return this.#columns(q, raw, first);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
@@ -64,22 +66,18 @@ GROUP BY i${keys}`;
       ...q.terms.map(() => tenantId),
     ];
     const raw = this.#prepare(sql).raw(true).all(...params) as bigint[][];
-    return this.#columns(q, raw, Number);
+    return this.#columns(q, raw, 0);
   }
 
-  /** Raw rows (their window or unit, the groups, the measures) as columns; rows of window -1 left out. */
-  #columns(q: UsageStoreQuery, raw: bigint[][], windowOf: (first: bigint) => number): UsageColumns {
+  /** Raw rows (their window, or unit: the window plus `first`; the groups; the measures) as columns. */
+  #columns(q: UsageStoreQuery, raw: bigint[][], first: number): UsageColumns {
     const n = q.groupBy.length;
-    const windows = Int32Array.from(raw, (row) => windowOf(row[0]!));
-    const rows = idColumns(q.groupBy, windows.reduce((count, w) => (w < 0 ? count : count + 1), 0));
-    let i = 0;
-    for (let r = 0; r < raw.length; r++) {
-      if (windows[r]! < 0) continue;
-      const row = raw[r]!;
-      rows.window[i] = windows[r]!;
+    const rows = idColumns(q.groupBy, raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const row = raw[i]!;
+      rows.window[i] = Number(row[0]) - first;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
       for (let m = 0; m < MEASURE_COLUMNS.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
-      i++;
     }
     return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
   }
