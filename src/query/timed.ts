@@ -4,6 +4,8 @@ import { FoldBacklogError, ReadTimeoutError } from '../store/types.js';
 
 /** When to ask again while the background jobs work off a backlog (they fold tens of thousands of events a second). */
 const BACKLOG_RETRY_AFTER_SECONDS = 10;
+/** When to ask again after a read stopped at its budget: most are stopped waiting for a busy reader thread. */
+const READ_RETRY_AFTER_SECONDS = 5;
 
 /** A read stopped at its budget (no reader thread free in time, or a backlog to fold) is a 503 the caller may retry. */
 export async function timed<T>(read: Promise<T>): Promise<T> {
@@ -17,6 +19,7 @@ export async function timed<T>(read: Promise<T>): Promise<T> {
 /** The BM_ERR_QUERY_TIMEOUT for a store's timeout, else the error itself. */
 export function asQueryTimeout(err: unknown): unknown {
   if (err instanceof FoldBacklogError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; retry shortly`, { retryAfter: BACKLOG_RETRY_AFTER_SECONDS }, { cause: err });
-  if (err instanceof ReadTimeoutError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, {}, { cause: err });
+  // A 503 always says when to come back (README, "Errors"), this one included.
+  if (err instanceof ReadTimeoutError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, { retryAfter: READ_RETRY_AFTER_SECONDS }, { cause: err });
   return err;
 }
