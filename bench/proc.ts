@@ -9,6 +9,8 @@ import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/bucketmeter');
+/** The node flags of bin/bucketmeter's `#!/usr/bin/env -S node …` line: the server runs as users start it. */
+const BIN_NODE_FLAGS = readFileSync(BIN, 'utf8').split('\n', 1)[0]!.split(/\s+/).slice(3);
 
 function hasTaskset(): boolean {
   try {
@@ -169,7 +171,8 @@ export interface BucketmeterProcess extends Child {
 export async function startBucketmeter(options: { cpu: number | undefined; dataDir: string; databaseUrl?: string; args?: string[]; nodeFlags?: string[]; env?: Record<string, string>; key?: string }): Promise<BucketmeterProcess> {
   const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', options.dataDir, ...(options.args ?? [])];
   if (options.databaseUrl !== undefined) args.push('--database-url', options.databaseUrl);
-  const child = spawnNode(options.cpu, args, { env: { LOG_LEVEL: 'info', ...options.env }, nodeFlags: options.nodeFlags ?? [] });
+  // --node-flags come after the bin's own, so that they can override them.
+  const child = spawnNode(options.cpu, args, { env: { LOG_LEVEL: 'info', ...options.env }, nodeFlags: [...BIN_NODE_FLAGS, ...(options.nodeFlags ?? [])] });
   try {
     const listening = await child.waitFor(/"port":(\d+)[^\n]*"msg":"bucketmeter listening"/, 30_000);
     // A store that already has keys (the usage query phase loads its own) prints none.
