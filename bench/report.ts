@@ -34,6 +34,10 @@ export interface Settings {
   usageCosts: boolean;
   /** False: the usage-query phases leave out the dashboard's overview (chromium). */
   usageOverview: boolean;
+  /** False (--only-overview): the usage-query phases time no query, only the dashboard's overview. */
+  usageQueries: boolean;
+  /** --overview-reloads: each overview run leaves at its first numbers, its panels' reads abandoned. */
+  overviewReloads: boolean;
   /** Live versions of the inventory query phase. */
   inventoryVersions: number;
   /** Longest wait for other processes to quieten down before a phase starts. */
@@ -470,7 +474,7 @@ export function renderReport(results: BenchResults): string {
         '',
         size.overview === undefined
           ? `Dashboard overview: not measured (${settings.usageOverview ? 'no chromium at /usr/bin/chromium' : '--no-overview'}).`
-          : `Dashboard overview of the 30 days in chromium (p50 of ${size.overview.runs} runs after a warmup): first numbers painted in ${ms(size.overview.firstNumbersP50Ms)} ms (target ≤ 1,000 ms at 10M events); every panel answered in ${size.overview.allPanelsP50Ms === undefined ? 'more than 300 s' : `${ms(size.overview.allPanelsP50Ms)} ms`}.`,
+          : `Dashboard overview of the 30 days in chromium (p50 of ${size.overview.runs} runs after a warmup): first numbers painted in ${ms(size.overview.firstNumbersP50Ms)} ms (every run, the warmup first: ${size.overview.firstNumbersMs.map(ms).join(', ')} ms; target ≤ 1,000 ms at 10M events); ${size.overview.reloads ? 'each run left at its first numbers, its panels still being read (--overview-reloads), and the next came at once' : `every panel answered in ${size.overview.allPanelsP50Ms === undefined ? 'more than 300 s' : `${ms(size.overview.allPanelsP50Ms)} ms`}`}.`,
       );
     }
   }

@@ -57,6 +57,8 @@ function readSettings(): Settings {
       'usage-dir': { type: 'string' },
       'no-costs': { type: 'boolean', default: false },
       'no-overview': { type: 'boolean', default: false },
+      'only-overview': { type: 'boolean', default: false },
+      'overview-reloads': { type: 'boolean', default: false },
     },
   });
   const quick = values.quick === true;
@@ -83,6 +85,8 @@ function readSettings(): Settings {
     ...(values['usage-dir'] ? { usageDir: values['usage-dir'] } : {}),
     usageCosts: !values['no-costs'],
     usageOverview: !values['no-overview'],
+    usageQueries: !values['only-overview'],
+    overviewReloads: values['overview-reloads'] === true,
     inventoryVersions: quick ? 100_000 : 1_000_000,
     rawTxRows: 1000,
     // Quick runs are sanity checks with a time budget: they start at once.
@@ -313,7 +317,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
       let overview: OverviewTiming | undefined;
       try {
         const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
-        for (const q of USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer)) {
+        for (const q of settings.usageQueries ? USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer) : []) {
           const times: number[] = [];
           let rows = 0;
           let pages = 0;
@@ -336,8 +340,8 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
           queries.push({ name: q.name, p50Ms: median(times), rows, pages });
         }
         const day = (s: number) => iso(s).slice(0, 10);
-        if (settings.usageOverview) overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS);
-        if (settings.usageCosts) queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
+        if (settings.usageOverview) overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS, settings.overviewReloads);
+        if (settings.usageCosts && settings.usageQueries) queries.push(...(await timeCosts(server, iso(now - 30 * 86400), iso(now), settings.usageQueryRuns)));
       } finally {
         await server.stop(60_000);
       }

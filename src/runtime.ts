@@ -162,6 +162,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     writeQueueEvents: () => committer.waitingEvents,
     inventoryLag: () => store.inventory.lag(),
     usageLag: () => store.usage.lag(),
+    readCounts: () => store.readCounts(),
   });
   const log = instrumentEventLog(store, metrics);
   const committer = createCommitter(config, logger, store, log);

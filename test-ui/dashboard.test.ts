@@ -303,6 +303,42 @@ for (const backend of ['sqlite']) {
       await finish({ page, problems });
     });
 
+    it('overview: asks for stored bytes only where it shows them (the totals, or a stored-bytes measure chosen)', async () => {
+      assert.ok(features.storageParam, 'this server offers storage=true');
+      /** The overview's /v1/usage requests: groupBy ('' for the totals), and whether they asked for stored bytes. */
+      const asked: { groupBy: string; storage: boolean }[] = [];
+      const seen = (r: { url(): string }) => {
+        const url = new URL(r.url());
+        if (url.pathname === '/v1/usage') asked.push({ groupBy: url.searchParams.get('groupBy') ?? '', storage: url.searchParams.get('storage') === 'true' });
+      };
+      browser.on('request', seen);
+      try {
+        const { page, problems } = await open(`#/overview?${RANGE}`, readKey);
+        await ready(page);
+        assert.deepEqual(
+          asked.sort((a, b) => a.groupBy.localeCompare(b.groupBy)),
+          ['', 'bucket', 'clientId', 'customerId', 'featureId', 'provider'].map((groupBy) => ({ groupBy, storage: groupBy === '' })),
+        );
+        // A stored-bytes measure chosen: the chart and the top tables ask for it, and show it.
+        asked.length = 0;
+        await page.selectOption('select[name="metric"]', 'storedBytes');
+        await page.waitForFunction(() => new URLSearchParams(location.hash.split('?')[1]).get('metric') === 'storedBytes');
+        await ready(page);
+        assert.ok(asked.length > 0 && asked.every((a) => a.storage), JSON.stringify(asked));
+        const byBucket: { bucket: string; storedBytes: number }[] = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&groupBy=bucket&storage=true')).rows;
+        const heads = await page.$$eval('[data-table="top-bucket"] thead th', (ths) => ths.map((th) => th.textContent));
+        const column = heads.indexOf('Stored bytes');
+        assert.ok(column > 0, JSON.stringify(heads));
+        const shown = await page.$$eval('[data-table="top-bucket"] tbody tr', (trs, c) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[c]!.textContent]), column);
+        assert.ok(shown.length > 0);
+        const format = (n: number) => page.evaluate(async ([v, url]) => (await import(url)).bytes(v), [n, '/ui/format.js'] as const);
+        for (const [bucket, stored] of shown) assert.equal(stored, await format(byBucket.find((r) => r.bucket === bucket)!.storedBytes), bucket!);
+        await finish({ page, problems });
+      } finally {
+        browser.off('request', seen);
+      }
+    });
+
     it('customer page: filtered to the customer, equal to the API, with charts and its events', async () => {
       const { page, problems } = await open(`#/overview?${RANGE}`, readKey);
       await ready(page);

@@ -33,10 +33,16 @@ function measuresOf(features) {
   return features.storage ? { ...USAGE_MEASURES, ...STORAGE_MEASURES } : USAGE_MEASURES;
 }
 
-/** /v1/usage with the stored-bytes measures where the server has them; every page. */
-function usage(ctx, params) {
-  return all('/v1/usage', { ...params, ...(ctx.features.storageParam ? { storage: 'true' } : {}) }, 'rows');
+/**
+ * /v1/usage, every page; with the stored-bytes measures where the server has them and `storage` is
+ * true. Ask for them only where they are shown: grouped by some dimensions they read the whole
+ * inventory history (seconds at millions of events).
+ */
+function usage(ctx, params, storage) {
+  return all('/v1/usage', { ...params, ...(storage && ctx.features.storageParam ? { storage: 'true' } : {}) }, 'rows');
 }
+
+const isStored = (metric) => metric in STORAGE_MEASURES;
 
 /** Rows of one window series per value of `by`: {times, series:[{label, values}]}. */
 function pivot(rows, by, value, name = (row) => label(row[by])) {
@@ -134,7 +140,7 @@ async function overview(ctx) {
   // The usage totals first, alone: pricing runs on the server's event loop, and a month of millions
   // of events priced beside them would hold the first numbers back for seconds. Then the rest at once.
   const shownTotals = fill(totals, ctx, async () => {
-    const row = (await usage(ctx, { ...range, granularity: 'none' }))[0] ?? {};
+    const row = (await usage(ctx, { ...range, granularity: 'none' }, true))[0] ?? {};
     const shown = cards(Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m]));
     // "Overview interactive": the first numbers are on the page (the browser test reads this mark).
     requestAnimationFrame(() => performance.mark('bm-overview-numbers'));
@@ -152,7 +158,7 @@ async function overview(ctx) {
       return stackedChart(`Cost over time by ${by}${currency ? ` (${currency})` : ''}`, 'cost', times, series, (v) => money(v, currency ?? 'USD'), range.timeZone);
     }),
     fill(usageChart, ctx, async () => {
-      const rows = await usage(ctx, { ...range, groupBy: by });
+      const rows = await usage(ctx, { ...range, groupBy: by }, isStored(metric));
       const { times, series } = pivot(rows, by, (r) => r[metric] ?? 0);
       return stackedChart(`${metricLabel} over time by ${by}`, 'usage', times, series, metricFormat, range.timeZone);
     }),
@@ -165,7 +171,7 @@ async function overview(ctx) {
 async function topTable(ctx, dim, title, metric) {
   const { range, features, state } = ctx;
   const measures = measuresOf(features);
-  const used = await usage(ctx, { ...range, granularity: 'none', groupBy: dim });
+  const used = await usage(ctx, { ...range, granularity: 'none', groupBy: dim }, isStored(metric));
   const byValue = new Map(used.map((r) => [label(r[dim]), { name: label(r[dim]), raw: r[dim], ...r }]));
   let rows;
   let costColumns = [];
@@ -243,13 +249,13 @@ async function customer(ctx) {
     return stackedChart(`Cost by ${dim}${currency ? ` (${currency})` : ''}`, `cost-${dim}`, times, series, (v) => money(v, currency ?? 'USD'), range.timeZone);
   };
   const usageChart = (dim) => async () => {
-    const rows = await usage(ctx, { ...range, ...filter, groupBy: dim });
+    const rows = await usage(ctx, { ...range, ...filter, groupBy: dim }, isStored(metric));
     const { times, series } = pivot(rows, dim, (r) => r[metric] ?? 0);
     return stackedChart(`${metricLabel} by ${dim}`, `usage-${dim}`, times, series, metricFormat, range.timeZone);
   };
   const work = [
     fill(totals, ctx, async () => {
-      const row = (await usage(ctx, { ...range, ...filter, granularity: 'none' }))[0] ?? {};
+      const row = (await usage(ctx, { ...range, ...filter, granularity: 'none' }, true))[0] ?? {};
       const costRows = features.costs ? (await get('/v1/costs', { ...range, ...filter, granularity: 'none' })).rows : [];
       return cards([...costCards(costRows), ...Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m])]);
     }),
@@ -265,7 +271,7 @@ async function customer(ctx) {
   if (features.storage) {
     work.push(
       fill(chartSlot('stored'), ctx, async () => {
-        const rows = await usage(ctx, { ...range, ...filter, groupBy: 'bucket' });
+        const rows = await usage(ctx, { ...range, ...filter, groupBy: 'bucket' }, true);
         const { times, series } = pivot(rows, 'bucket', (r) => r.storedBytes ?? 0);
         return stackedChart('Stored bytes by bucket', 'stored', times, series, bytes, range.timeZone);
       }),

@@ -66,9 +66,9 @@ export class ObjectsService {
     private readonly now: () => number = () => Math.floor(Date.now() / 1000),
   ) {}
 
-  async list(tenantId: number, raw: RawObjectsQuery): Promise<ObjectsPage> {
+  async list(tenantId: number, raw: RawObjectsQuery, signal?: AbortSignal): Promise<ObjectsPage> {
     const query = this.#parse(raw);
-    const entries = await timed(this.inventory.objects(tenantId, { ...query, limit: query.limit + 1 }));
+    const entries = await timed(this.inventory.objects(tenantId, { ...query, limit: query.limit + 1 }, signal));
     const more = entries.length > query.limit;
     const page = more ? entries.slice(0, query.limit) : entries;
     const last = page[page.length - 1];

@@ -4,7 +4,7 @@
  */
 import { KINDS, actionByCode, isActionName } from '../events/catalogue.js';
 import type { CommitUnit, EventLog, EventOutcome } from '../store/types.js';
-import { InvalidCursorError } from '../store/types.js';
+import { InvalidCursorError, ReadAbortedError } from '../store/types.js';
 import type { Metrics } from './metrics.js';
 
 /** The labels of a unit's items, taken before the commit so that the wrapper keeps none of its events alive. */
@@ -33,12 +33,12 @@ export function instrumentEventLog(log: EventLog, metrics: Metrics): EventLog {
       count(metrics, labels, outcomes);
       return outcomes;
     },
-    async listEvents(tenantId, query) {
+    async listEvents(tenantId, query, signal) {
       try {
-        return await log.listEvents(tenantId, query);
+        return await log.listEvents(tenantId, query, signal);
       } catch (error) {
-        // A cursor not made by this store is the client's mistake, not the store's.
-        if (!(error instanceof InvalidCursorError)) metrics.storeErrors.inc({ operation: 'list' });
+        // A cursor not made by this store is the client's mistake, not the store's; a read whose client left is no failure.
+        if (!(error instanceof InvalidCursorError) && !(error instanceof ReadAbortedError)) metrics.storeErrors.inc({ operation: 'list' });
         throw error;
       }
     },

@@ -5,7 +5,7 @@
  */
 import { AggregatorRegistry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { PrometheusContentType } from 'prom-client';
-import type { InventoryLag, UsageLag } from '../store/types.js';
+import type { InventoryLag, ReadCounts, UsageLag } from '../store/types.js';
 
 export interface MetricsSources {
   /** Events waiting for commit (queued and committing) now. */
@@ -14,6 +14,8 @@ export interface MetricsSources {
   inventoryLag: () => Promise<InventoryLag>;
   /** How far the usage rollups are behind the events. */
   usageLag: () => Promise<UsageLag>;
+  /** The store's reads waiting now, and those whose caller left. */
+  readCounts: () => ReadCounts;
 }
 
 export interface Metrics {
@@ -68,6 +70,29 @@ export function createMetrics(sources: MetricsSources): Metrics {
   storeGauge('bucketmeter_inventory_lag_seconds', 'Age of the oldest event commit the object inventory has not applied yet; 0 when caught up.', async () => (await inventoryLag()).oldestSeconds);
   storeGauge('bucketmeter_usage_pending_events', 'Events stored and not folded into the usage rollups yet (a usage read folds them first).', async () => (await usageLag()).pendingEvents);
   storeGauge('bucketmeter_usage_lag_seconds', 'Age of the oldest event not folded into the usage rollups yet; 0 when caught up.', async () => (await usageLag()).oldestSeconds);
+  new Gauge({
+    name: 'bucketmeter_reads_waiting',
+    help: 'Store reads waiting for a reader (SQLite: a reader thread; PostgreSQL: a pooled connection, writes included).',
+    registers,
+    collect() {
+      this.set(sources.readCounts().waiting);
+    },
+  });
+  // The store counts; the counter is brought up to its count at each scrape.
+  const counted = { waiting: 0, running: 0 };
+  new Counter({
+    name: 'bucketmeter_reads_abandoned_total',
+    help: 'Store reads whose HTTP client left before the answer: stage waiting, never run; stage running, stopped.',
+    labelNames: ['stage'] as const,
+    registers,
+    collect() {
+      const { abandonedWaiting, abandonedRunning } = sources.readCounts();
+      this.inc({ stage: 'waiting' }, abandonedWaiting - counted.waiting);
+      this.inc({ stage: 'running' }, abandonedRunning - counted.running);
+      counted.waiting = abandonedWaiting;
+      counted.running = abandonedRunning;
+    },
+  });
   return {
     registry,
     events: new Counter({

@@ -48,10 +48,10 @@ export type EventListPage = Static<typeof EVENT_PAGE>;
 export class EventQueryService {
   constructor(private readonly log: Pick<EventLog, 'listEvents'>) {}
 
-  async list(tenantId: number, raw: RawEventQuery): Promise<EventListPage> {
+  async list(tenantId: number, raw: RawEventQuery, signal?: AbortSignal): Promise<EventListPage> {
     const query = parseQuery(raw);
     try {
-      const page = await this.log.listEvents(tenantId, query);
+      const page = await this.log.listEvents(tenantId, query, signal);
       return { events: page.events.map(present), nextCursor: page.nextCursor };
     } catch (err) {
       if (!(err instanceof InvalidCursorError)) throw asQueryTimeout(err);

@@ -146,7 +146,8 @@ export interface EventLog {
    * caller has been told it failed; a write already begun may still finish.
    */
   commit(unit: CommitUnit, deadline?: number): Promise<EventOutcome[]>;
-  listEvents(tenantId: number, query: EventQuery): Promise<EventPage>;
+  /** `signal`: its caller left; the read rejects with ReadAbortedError (README, "Reads whose client left"). */
+  listEvents(tenantId: number, query: EventQuery, signal?: AbortSignal): Promise<EventPage>;
 }
 
 export interface Health {
@@ -173,7 +174,18 @@ export interface Store extends EventLog, Health, JobOwnership {
   readonly storageFeed: StorageFeed;
   /** How another thread of this process opens reads of this store of its own (the cost thread). */
   readonly threadReads: ThreadReadsSource;
+  /** The reads waiting now, and those whose caller left, counted since the store opened. */
+  readCounts(): ReadCounts;
   close(): Promise<void>;
+}
+
+export interface ReadCounts {
+  /** Reads waiting for a reader now (SQLite: a reader thread; PostgreSQL: a pooled connection, writes included). */
+  waiting: number;
+  /** Reads whose caller left before they began: never run. */
+  abandonedWaiting: number;
+  /** Reads whose caller left while they ran: stopped (SQLite: their thread replaced; PostgreSQL: the query cancelled). */
+  abandonedRunning: number;
 }
 
 /** What a thread is given to open its own reads of a store (store/thread-reads.ts); plain data, it crosses threads. */
@@ -224,6 +236,11 @@ export class InvalidCursorError extends Error {
  */
 export class ReadTimeoutError extends Error {
   override readonly name = 'ReadTimeoutError';
+}
+
+/** Thrown by a read whose caller left (its `signal` aborted): not begun, or stopped; nobody reads its answer. */
+export class ReadAbortedError extends Error {
+  override readonly name = 'ReadAbortedError';
 }
 
 /**
@@ -310,9 +327,9 @@ export interface UsageLag {
  * read folds what is pending first, so its answer holds every event committed before it began.
  */
 export interface UsageStore {
-  query(tenantId: number, query: UsageStoreQuery): Promise<UsageColumns>;
+  query(tenantId: number, query: UsageStoreQuery, signal?: AbortSignal): Promise<UsageColumns>;
   /** Days [fromDay, toDay) (days since the epoch, UTC) that have anything in receipts, events or rollups. */
-  reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]>;
+  reconcile(tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal): Promise<UsageDayCheck[]>;
   /** Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs. */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
   /** Folds every event committed before the call into the rollups; safe from any process (one at a time). */
@@ -444,8 +461,8 @@ export interface InventoryStore {
   /** Applies every pending outbox row; safe from any process (one at a time). */
   catchUp(): Promise<void>;
   lag(): Promise<InventoryLag>;
-  storage(tenantId: number, query: StorageStoreQuery): Promise<StorageWindowSums[]>;
-  objects(tenantId: number, query: ObjectsStoreQuery): Promise<InventoryEntryRecord[]>;
+  storage(tenantId: number, query: StorageStoreQuery, signal?: AbortSignal): Promise<StorageWindowSums[]>;
+  objects(tenantId: number, query: ObjectsStoreQuery, signal?: AbortSignal): Promise<InventoryEntryRecord[]>;
   /** Replays the tenant's (every tenant's when null) events in memory and lists where the stored inventory differs. */
   verify(tenantId: number | null): Promise<InventoryDifference[]>;
   /** Rebuilds the inventory of a tenant (every tenant when null) from its events. */

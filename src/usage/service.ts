@@ -180,13 +180,14 @@ export class UsageService {
     private readonly inventory: InventoryStore,
   ) {}
 
-  async query(tenantId: number, request: UsageRequest): Promise<UsagePage> {
+  /** `signal`: the caller left; its reads are not run (README, "Reads whose client left"). */
+  async query(tenantId: number, request: UsageRequest, signal?: AbortSignal): Promise<UsagePage> {
     const bounds = requestBounds(request);
     const terms = planUsage([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])], bounds);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length);
     const [requests, storage] = await Promise.all([
-      timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters })),
-      request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters })) : undefined,
+      timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters }, signal)),
+      request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters }, signal)) : undefined,
     ]);
     const columns =
       storage === undefined
@@ -217,8 +218,8 @@ export class UsageService {
   }
 
   /** Per UTC day: receipts, raw events and every rollup shape, and each way they disagree. */
-  async reconcile(tenantId: number, request: ReconcileRequest): Promise<{ days: ReconcileDay[]; differences: Difference[] }> {
-    const checks = await timed(this.usage.reconcile(tenantId, request.from / 86400, request.to / 86400));
+  async reconcile(tenantId: number, request: ReconcileRequest, signal?: AbortSignal): Promise<{ days: ReconcileDay[]; differences: Difference[] }> {
+    const checks = await timed(this.usage.reconcile(tenantId, request.from / 86400, request.to / 86400, signal));
     const differences: Difference[] = [];
     const expect = (day: number, check: string, expected: bigint, actual: bigint) => {
       if (expected !== actual) differences.push({ day, check, expected, actual });

@@ -18,7 +18,8 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { MAX_PROBES, ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { ReadBudget } from '../../src/store/sqlite/read-budget.js';
 import { EventReader, edgeSql, pageSql } from '../../src/store/sqlite/read-events.js';
-import { InvalidCursorError, ReadTimeoutError } from '../../src/store/types.js';
+import { ReaderPool } from '../../src/store/sqlite/reader-pool.js';
+import { InvalidCursorError, ReadAbortedError, ReadTimeoutError } from '../../src/store/types.js';
 import type { EventToStore } from '../../src/store/types.js';
 import { collidingKeys, oldObjectKeyHash } from '../support/colliding-keys.js';
 import { T0, getObject, listAll, newTenant } from './contract.js';
@@ -140,6 +141,32 @@ describe('SQLite fairness and isolation (issue 11)', () => {
       await Promise.all(heavy);
       // With two threads and first come, first served, the small read would wait for two heavy ones.
       assert.deepEqual(done.slice(0, 1), ['small'], `finished in this order: ${done.join(', ')}`);
+    });
+
+    it('a read whose caller left is dropped if it waits, and has its thread replaced if it runs (issue 17)', async () => {
+      const pool = new ReaderPool({ path, busyTimeoutMs: 5000 }, 2);
+      try {
+        const read = (signal: AbortSignal) => pool.run('events.page', { tenantId: big, query: { from: T0, to: T0 + 1000, customerId: 'nobody', limit: 10 } }, big, 600_000, signal);
+        const [running, waiting, kept] = [new AbortController(), new AbortController(), new AbortController()];
+        // The tenant's one thread: the first read is sent to it at once, the others wait.
+        const first = read(running.signal);
+        const second = read(waiting.signal);
+        const third = read(kept.signal);
+        assert.deepEqual(pool.counts(), { waiting: 2, abandonedWaiting: 0, abandonedRunning: 0 });
+        waiting.abort();
+        assert.deepEqual(pool.counts(), { waiting: 1, abandonedWaiting: 1, abandonedRunning: 0 });
+        await assert.rejects(second, ReadAbortedError);
+        running.abort();
+        // A new thread took the tenant's turn at once: the third read no longer waits.
+        assert.deepEqual(pool.counts(), { waiting: 0, abandonedWaiting: 1, abandonedRunning: 1 });
+        await assert.rejects(first, ReadAbortedError);
+        assert.deepEqual(await third, { events: [], nextCursor: null });
+        // A signal already aborted: not run.
+        await assert.rejects(read(AbortSignal.abort()), ReadAbortedError);
+        assert.deepEqual(pool.counts(), { waiting: 0, abandonedWaiting: 2, abandonedRunning: 1 });
+      } finally {
+        await pool.close();
+      }
     });
 
     it("cursors are sealed to their tenant: another tenant's, or an altered one, is refused, and none shows a position", async () => {

@@ -23,6 +23,7 @@ import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
   StorageIntervalFilter, StorageKey, StorageStoreQuery, StorageWindowSums,
 } from '../types.js';
+import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
 import { ACTIONS, aliveAtSql } from './inventory-sql.js';
@@ -71,6 +72,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
     /** How long a read waits for the catch-up before answering 503 (the catch-up runs on). */
     private readonly catchUpBeforeReadMs = FOLD_BEFORE_READ_MS,
+    private readonly reads = new CancellableReads(pool),
   ) {}
 
   /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
@@ -172,7 +174,8 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
   }
 
   /** Read from the cheapest delta shapes keeping every dimension the query groups or filters by: days and hours (inventory/shapes.ts planStorage). */
-  async storage(tenantId: number, q: StorageStoreQuery): Promise<StorageWindowSums[]> {
+  async storage(tenantId: number, q: StorageStoreQuery, signal?: AbortSignal): Promise<StorageWindowSums[]> {
+    this.reads.check(signal);
     await this.#caughtUp();
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
@@ -194,7 +197,7 @@ FROM unnest($${at + 1}::integer[], $${at + 2}::integer[], $${at + 3}::integer[],
 JOIN ${shape.table} u ON u.tenant = $1 AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`;
     });
-    const { rows } = await this.guarded(() => this.pool.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }));
+    const { rows } = await this.guarded(() => this.reads.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }, signal));
     const n = q.groupBy.length;
     const ids = new Set<number>();
     for (const row of rows) {
@@ -211,7 +214,8 @@ GROUP BY w.i${g}`;
     }));
   }
 
-  async objects(tenantId: number, q: ObjectsStoreQuery): Promise<InventoryEntryRecord[]> {
+  async objects(tenantId: number, q: ObjectsStoreQuery, signal?: AbortSignal): Promise<InventoryEntryRecord[]> {
+    this.reads.check(signal);
     await this.#caughtUp();
     const [bucket] = await this.#ids([q.bucket]);
     if (bucket === undefined) return [];
@@ -235,12 +239,15 @@ GROUP BY w.i${g}`;
     // Enough rows for the page in most cases; read again with more when keys repeat (versions, the cursor's key).
     for (let want = q.limit * 2 + 10; ; want *= 4) {
       const { rows } = await this.guarded(() =>
-        this.pool.query<EntryRow>({
-          text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = $2 AND kind IN (0, 1) AND started <= $3 AND (ended IS NULL OR ended > $3)${where}
+        this.reads.query<EntryRow>(
+          {
+            text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1 AND bucket = $2 AND kind IN (0, 1) AND started <= $3 AND (ended IS NULL OR ended > $3)${where}
 ORDER BY object_key, started DESC LIMIT ${want}`,
-          values: params,
-          rowMode: 'array',
-        }),
+            values: params,
+            rowMode: 'array',
+          },
+          signal,
+        ),
       );
       const complete = rows.length < want;
       // The last key may continue past this read: left for a larger one.

@@ -15,6 +15,7 @@ import { BOOL_FIELDS, DICT_FIELDS, INT_FIELDS, TEXT_FIELDS, decodeRest, pgColumn
 import type { ColumnField } from '../row.js';
 import {
   InvalidCursorError,
+  ReadAbortedError,
   serverEventId,
   StoreUnavailableError,
   FOLD_BEFORE_READ_MS,
@@ -30,6 +31,7 @@ import {
   type QuarantineEntry,
   type QuarantineQuery,
   type QuarantineStore,
+  type ReadCounts,
   type Store,
   type StoredEvent,
   type ThreadReadsSource,
@@ -40,6 +42,7 @@ import { USAGE_AFTER_COPY_CTES } from './usage-sql.js';
 import { PostgresUsageReads } from './usage.js';
 import { PostgresUsageFold } from './usage-fold.js';
 import { PostgresInventory } from './inventory.js';
+import { CancellableReads } from './cancellable.js';
 import { inventoryOutboxAfterCopyCte } from './inventory-sql.js';
 import { INVENTORY_ACTIONS } from '../../inventory/timeline.js';
 import { LOCK_CLASS } from './migrate.js';
@@ -116,6 +119,8 @@ function unavailable(err: unknown): StoreUnavailableError {
  * and lock timeouts.
  */
 function isUnavailable(err: unknown): boolean {
+  // A read whose caller left is not the database's failure.
+  if (err instanceof ReadAbortedError) return false;
   if (!(err instanceof DatabaseError)) return true;
   const code = err.code ?? '';
   return /^(08|53|57|58)/.test(code) || code === '25006' || code === '55P03' || code === '40P01';
@@ -330,6 +335,8 @@ export class PostgresStore implements Store {
   readonly storageFeed: PostgresInventory;
   readonly threadReads: ThreadReadsSource;
   private readonly dictionary: Dictionary;
+  /** Every read given a signal by the HTTP layer goes through these, and is counted here. */
+  private readonly cancellable: CancellableReads;
 
   constructor(
     private readonly pool: Pool,
@@ -345,23 +352,24 @@ export class PostgresStore implements Store {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
     this.quarantine = new PostgresQuarantineStore(pool);
-    const reads = new PostgresUsageReads(pool, guarded);
+    this.cancellable = new CancellableReads(pool);
+    const reads = new PostgresUsageReads(pool, guarded, this.cancellable);
     const fold = new PostgresUsageFold(pool, guarded);
     // Every read folds what is pending first, so it sees every event committed before it.
     this.usage = {
-      query: async (tenantId, query) => {
+      query: async (tenantId, query, signal) => {
         await fold.catchUp(Date.now() + foldBeforeReadMs);
-        return reads.query(tenantId, query);
+        return reads.query(tenantId, query, signal);
       },
-      reconcile: async (tenantId, fromDay, toDay) => {
+      reconcile: async (tenantId, fromDay, toDay, signal) => {
         await fold.catchUp(Date.now() + foldBeforeReadMs);
-        return reads.reconcile(tenantId, fromDay, toDay);
+        return reads.reconcile(tenantId, fromDay, toDay, signal);
       },
       rebuild: (tenantId, fromHour, toHour) => fold.rebuild(tenantId, fromHour, toHour),
       catchUp: () => fold.catchUp(),
       lag: () => fold.lag(),
     };
-    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs);
+    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable);
     this.storageFeed = this.inventory;
     // Another thread opens a pool of its own and catches up itself, as these reads do.
     this.threadReads = { spec: { backend: 'postgres', url, foldBeforeReadMs } };
@@ -486,7 +494,12 @@ export class PostgresStore implements Store {
     });
   }
 
-  async listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
+  readCounts(): ReadCounts {
+    const { waiting, running } = this.cancellable.abandoned;
+    return { waiting: this.pool.waitingCount, abandonedWaiting: waiting, abandonedRunning: running };
+  }
+
+  async listEvents(tenantId: number, query: EventQuery, signal?: AbortSignal): Promise<EventPage> {
     const params: unknown[] = [tenantId];
     const where = ['tenant_id = $1'];
     const add = (sql: string, value: unknown) => {
@@ -515,7 +528,7 @@ export class PostgresStore implements Store {
       FROM (SELECT * FROM events WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $${params.length}) e
       ${JOIN_DICT}
       ORDER BY ${order.replace(/(ts|seq) /g, 'e.$1 ')}`;
-    const { rows } = await guarded(() => this.pool.query<EventRow>(sql, params));
+    const { rows } = await guarded(() => this.cancellable.query<EventRow>({ text: sql, values: params }, signal));
     const more = rows.length > query.limit;
     const page = more ? rows.slice(0, query.limit) : rows;
     const last = page[page.length - 1];

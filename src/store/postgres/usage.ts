@@ -6,6 +6,7 @@ import type { Dimension } from '../../usage/shapes.js';
 import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import { DayChecks } from '../usage-days.js';
+import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { EVENT_COLUMNS, UNFOLDED_SQL } from './usage-sql.js';
 
@@ -17,9 +18,11 @@ export class PostgresUsageReads {
   constructor(
     private readonly pool: Pool,
     private readonly guarded: Guard,
+    private readonly reads = new CancellableReads(pool),
   ) {}
 
-  async query(tenantId: number, q: UsageStoreQuery): Promise<UsageColumns> {
+  async query(tenantId: number, q: UsageStoreQuery, signal?: AbortSignal): Promise<UsageColumns> {
+    this.reads.check(signal);
     const where: string[] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
@@ -39,7 +42,7 @@ export class PostgresUsageReads {
       const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
         FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3 AND u.${shape.grain} = ANY($4::integer[])${where.map((c) => ` AND ${c}`).join('')}
         ORDER BY ${order}`;
-      const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }));
+      const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }, signal));
       return this.#columns(q, raw, first);
     }
     const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');
@@ -59,7 +62,7 @@ export class PostgresUsageReads {
     const sql = `SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})::text`).join(', ')}
       FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
-    const { rows: raw } = await this.guarded(() => this.pool.query<unknown[]>({ text: sql, values, rowMode: 'array' }));
+    const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text: sql, values, rowMode: 'array' }, signal));
     return this.#columns(q, raw, 0);
   }
 
@@ -90,7 +93,8 @@ export class PostgresUsageReads {
   }
 
   /** In one REPEATABLE READ transaction: receipts, events, rollups and the unfolded events from the same snapshot. */
-  reconcile(tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]> {
+  reconcile(tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal): Promise<UsageDayCheck[]> {
+    this.reads.check(signal);
     return this.guarded(async () => {
       const client = await this.pool.connect();
       try {

@@ -4,9 +4,18 @@
  * all threads but one, so a tenant that sends many heavy reads waits behind its own reads, and
  * another tenant's read finds a thread free. A read still running well past its budget (one
  * step that never ends) has its thread stopped and replaced.
+ *
+ * A read whose caller left (its signal aborted) is dropped from its queue if it waits, and its
+ * thread is replaced if it runs: a running SQLite statement cannot be interrupted (better-sqlite3
+ * has no sqlite3_interrupt, and Worker.terminate takes effect only when the statement returns to
+ * JavaScript), so the old thread runs it to its end and exits, and the pool goes on with a new one.
+ * The statement's CPU is spent either way; replacing the thread only spares the reads behind it the
+ * wait. At most as many such threads as the pool has: past that, the read's thread stays taken (and
+ * counted to its tenant) until its statement ends, so that aborted reads cannot multiply threads.
  */
 import { Worker } from 'node:worker_threads';
-import { InvalidCursorError, ReadTimeoutError, StoreUnavailableError } from '../types.js';
+import { InvalidCursorError, ReadAbortedError, ReadTimeoutError, StoreUnavailableError } from '../types.js';
+import type { ReadCounts } from '../types.js';
 import { epochNow } from './read-budget.js';
 import type { ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
 
@@ -36,6 +45,9 @@ export class ReaderPool {
   readonly #perTenant: number;
   #nextId = 1;
   #closed = false;
+  /** Replaced threads still running an abandoned read's statement. */
+  #abandonedThreads = 0;
+  readonly #abandoned = { waiting: 0, running: 0 };
 
   constructor(
     private readonly data: ReaderData,
@@ -48,14 +60,34 @@ export class ReaderPool {
 
   /**
    * Runs the named read for `tenant` within `budgetMs` (waiting included). Rejects with
-   * ReadTimeoutError past it, InvalidCursorError or RangeError for a bad query, and
-   * StoreUnavailableError when the database cannot be read or the pool is closed.
+   * ReadTimeoutError past it, InvalidCursorError or RangeError for a bad query,
+   * StoreUnavailableError when the database cannot be read or the pool is closed, and
+   * ReadAbortedError when `signal` aborts first.
    */
-  run<K extends ReadName>(name: K, args: Reads[K]['args'], tenant: number, budgetMs: number): Promise<Reads[K]['result']> {
+  run<K extends ReadName>(name: K, args: Reads[K]['args'], tenant: number, budgetMs: number, signal?: AbortSignal): Promise<Reads[K]['result']> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
+    if (signal?.aborted) {
+      this.#abandoned.waiting++;
+      return Promise.reject(aborted());
+    }
     return new Promise((resolve, reject) => {
       const request: ReadRequest = { id: this.#nextId++, name, args, deadline: epochNow() + budgetMs, budgetMs };
-      const job: Job = { request, tenant, resolve: resolve as (result: unknown) => void, reject };
+      const onAbort = () => this.#abort(job);
+      // Settled, the job lets go of the caller's signal.
+      const settle = () => signal?.removeEventListener('abort', onAbort);
+      const job: Job = {
+        request,
+        tenant,
+        resolve: (result) => {
+          settle();
+          resolve(result as Reads[K]['result']);
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
       const queue = this.#waiting.get(tenant);
       if (queue === undefined) {
         this.#waiting.set(tenant, [job]);
@@ -67,6 +99,12 @@ export class ReaderPool {
     });
   }
 
+  counts(): ReadCounts {
+    let waiting = 0;
+    for (const queue of this.#waiting.values()) waiting += queue.length;
+    return { waiting, abandonedWaiting: this.#abandoned.waiting, abandonedRunning: this.#abandoned.running };
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -74,6 +112,32 @@ export class ReaderPool {
     this.#waiting.clear();
     this.#turns.length = 0;
     await Promise.all(this.#threads.map((thread) => this.#stop(thread, new StoreUnavailableError('the store is closed'))));
+  }
+
+  /** The caller of `job` left: out of its queue if it waits, its thread replaced if it runs. */
+  #abort(job: Job): void {
+    const queue = this.#waiting.get(job.tenant);
+    const index = queue?.indexOf(job) ?? -1;
+    if (queue !== undefined && index !== -1) {
+      queue.splice(index, 1);
+      if (queue.length === 0) {
+        this.#waiting.delete(job.tenant);
+        this.#turns.splice(this.#turns.indexOf(job.tenant), 1);
+      }
+      this.#abandoned.waiting++;
+      job.reject(aborted());
+      return;
+    }
+    const thread = this.#threads.find((t) => t.job === job);
+    if (thread === undefined) return;
+    this.#abandoned.running++;
+    if (this.#abandonedThreads >= this.#threads.length) {
+      // The thread stays taken until its statement ends; its answer then finds the job settled.
+      job.reject(aborted());
+      return;
+    }
+    this.#abandonedThreads++;
+    this.#replace(thread, aborted(), () => this.#abandonedThreads--);
   }
 
   #dispatch(): void {
@@ -153,18 +217,22 @@ export class ReaderPool {
     await thread.worker.terminate();
   }
 
-  /** Stops a thread (its read, if any, fails with `reason`) and starts another in its place. */
-  #replace(thread: Thread, reason: unknown): void {
+  /**
+   * Stops a thread (its read, if any, fails with `reason`) and starts another in its place;
+   * `exited` runs once the old thread is gone.
+   */
+  #replace(thread: Thread, reason: unknown, exited?: () => void): void {
     const index = this.#threads.indexOf(thread);
     if (index === -1) return;
     this.#threads.splice(index, 1);
-    void this.#stop(thread, reason);
+    void this.#stop(thread, reason).finally(exited);
     if (this.#closed) return;
     this.#threads.push(this.#spawn());
     this.#dispatch();
   }
 }
 
+const aborted = () => new ReadAbortedError('the read was abandoned: its caller left');
 const timeout = (budgetMs: number) => new ReadTimeoutError(`the read took more than its budget of ${budgetMs} ms`);
 
 function rebuild(error: Extract<ReadResponse, { ok: false }>['error']): Error {

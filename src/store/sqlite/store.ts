@@ -6,7 +6,7 @@
 import { FOLD_BEFORE_READ_MS, FoldBacklogError, StoreUnavailableError, inventoryBacklog, serverEventId } from '../types.js';
 import type {
   ApiKeyRecord, CommitUnit, EventOutcome, EventPage, EventQuery, KeyStore, NewApiKey, QuarantineEntry,
-  QuarantineQuery, QuarantineStore, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference, ThreadReadsSource,
+  QuarantineQuery, QuarantineStore, ReadCounts, Store, UsageStore, UsageStoreQuery, InventoryStore, StorageFeed, InventoryDifference, ThreadReadsSource,
 } from '../types.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, connectionSettings, openConnection, toStoreError } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
@@ -94,13 +94,13 @@ export class SqliteStore implements Store {
     // On reader threads: an answer over months of rollups must not hold the event loop. Each read
     // folds what is pending first, so it sees every event committed before it.
     this.usage = {
-      query: async (tenantId: number, query: UsageStoreQuery) => {
+      query: async (tenantId: number, query: UsageStoreQuery, signal?: AbortSignal) => {
         await foldUsage(epochNow() + foldBeforeReadMs);
-        return this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS);
+        return this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal);
       },
-      reconcile: async (tenantId: number, fromDay: number, toDay: number) => {
+      reconcile: async (tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal) => {
         await foldUsage(epochNow() + foldBeforeReadMs);
-        return this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS);
+        return this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS, signal);
       },
       catchUp: () => foldUsage(),
       lag: () =>
@@ -129,8 +129,8 @@ export class SqliteStore implements Store {
         await inventoryWork('catchUp', null);
       },
       lag: () => this.#readers.run('inventory.lag', {}, 0, USAGE_BUDGET_MS),
-      storage: (tenantId, query) => caughtUp(() => this.#readers.run('inventory.storage', { tenantId, query }, tenantId, USAGE_BUDGET_MS)),
-      objects: (tenantId, query) => caughtUp(() => this.#readers.run('inventory.objects', { tenantId, query }, tenantId, USAGE_BUDGET_MS)),
+      storage: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.storage', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
+      objects: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.objects', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
       verify: async (tenantId) => JSON.parse((await inventoryWork('verify', tenantId)) as string) as InventoryDifference[],
       rebuild: async (tenantId) => {
         await inventoryWork('rebuild', tenantId);
@@ -157,14 +157,18 @@ export class SqliteStore implements Store {
     });
   }
 
-  listEvents(tenantId: number, query: EventQuery): Promise<EventPage> {
+  listEvents(tenantId: number, query: EventQuery, signal?: AbortSignal): Promise<EventPage> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     // Without filters a page reads exactly limit + 1 index entries and rows: up to MAIN_THREAD_ROWS
     // that is cheaper here than the hop to a reader thread, and never waits behind others' reads.
     if (query.action === undefined && query.customerId === undefined && query.limit <= MAIN_THREAD_ROWS) {
       return this.#run('event read', () => this.#events.list(tenantId, query, NO_STEPS));
     }
-    return this.#readers.run('events.page', { tenantId, query }, tenantId, this.#readBudgetMs);
+    return this.#readers.run('events.page', { tenantId, query }, tenantId, this.#readBudgetMs, signal);
+  }
+
+  readCounts(): ReadCounts {
+    return this.#readers.counts();
   }
 
   async checkWritable(): Promise<void> {
