@@ -96,7 +96,7 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage, foldBeforeReadMs });
+  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage, foldBeforeReadMs, readBudgetMs: config.readBudgetMs });
   // What an operator checks first after a surprise: that every commit is fsynced (synchronous 2 = FULL).
   logger.debug({ path, ...(await store.settings()).writer }, 'SQLite store open');
   return store;

@@ -225,8 +225,10 @@ export async function hostileScenario(t: TestContext, options: HostileOptions): 
   const { target } = options;
   const key = await createKey(TENANT, storeArgs(target));
   const bigKey = await createKey(BIG_TENANT, storeArgs(target));
-  // Every hostile input is quarantined: no daily quota, so that each one can be checked.
-  const server = await startServer(serverOptions(target, ['--quarantine-max-per-day', '0'], probeEnv()));
+  // Every hostile input is quarantined: no daily quota, so that each one can be checked. The event
+  // listings have a budget no read reaches: on a loaded machine SQLite's reader threads (nice 19) wait
+  // for the cores, and a 503 for that is the budget's behaviour (tested in sqlite-fairness), not the input's.
+  const server = await startServer(serverOptions(target, ['--quarantine-max-per-day', '0', '--read-budget-ms', '600000'], probeEnv()));
   t.after(() => server.kill());
   const rss = sampleRss(server.child.pid!);
   t.after(() => rss.stop());

@@ -41,14 +41,21 @@ async function until(what: string, done: () => Promise<boolean>, state: () => Pr
 }
 
 /** A GET whose client can leave: `leave()` closes the connection; `settled` says how the request ended. */
-function leaving(url: string, key: string): { leave(): void; settled: Promise<string> } {
+function leaving(url: string, key: string): { leave(): void; settled: Promise<string>; outcome(): string } {
   let req: ClientRequest | undefined;
+  let outcome = 'pending';
   const settled = new Promise<string>((done) => {
-    req = httpRequest(url, { headers: { 'x-api-key': key } }, () => done('answered'));
-    req.on('error', (err) => done(err.message));
+    req = httpRequest(url, { headers: { 'x-api-key': key } }, (res) => {
+      outcome = `answered ${res.statusCode}`;
+      done('answered');
+    });
+    req.on('error', (err) => {
+      outcome = err.message;
+      done(err.message);
+    });
     req.end();
   });
-  return { leave: () => req!.destroy(), settled };
+  return { leave: () => req!.destroy(), settled, outcome: () => outcome };
 }
 
 after(dropScratchDatabases);
@@ -123,7 +130,7 @@ describe('a read whose client left (issue 17, PostgreSQL)', { skip: process.env.
   it('has its running query cancelled', async () => {
     const { url } = await scratchDatabase();
     const key = await createKey('acme', ['--database-url', url]);
-    const server = await startServer({ args: ['--database-url', url] });
+    const server = await startServer({ args: ['--database-url', url, '--access-log'] });
     // A query that runs until cancelled: the events are locked by another session.
     const locker = new pg.Client({ connectionString: url });
     await locker.connect();
@@ -133,7 +140,12 @@ describe('a read whose client left (issue 17, PostgreSQL)', { skip: process.env.
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
       const request = leaving(`${server.url}/v1/events?customerId=nobody&limit=10`, key);
-      await until('the read blocked on the lock', async () => (await blocked()) === 1, async () => (await locker.query("SELECT application_name, state, wait_event_type, left(query, 60) AS q FROM pg_stat_activity WHERE datname = current_database()")).rows);
+      // (On failure: the request's outcome, the sessions, and what the server logged.)
+      await until('the read blocked on the lock', async () => (await blocked()) === 1, async () => ({
+        request: request.outcome(),
+        sessions: (await locker.query("SELECT application_name, state, wait_event_type, left(query, 60) AS q FROM pg_stat_activity WHERE datname = current_database()")).rows,
+        server: server.output().slice(-2000),
+      }));
       request.leave();
       assert.equal(await request.settled, 'socket hang up');
       // Cancelled while the lock is still held: nothing waits on it any more.
