@@ -7,17 +7,21 @@ import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { dropScratchDatabases, scratchDatabase, tempDir, withPg } from '../support/scratch.js';
 import { inventoryContract } from './contract/inventory.js';
 
-inventoryContract('sqlite', async () => {
-  const path = join(tempDir(), 'inventory.db');
-  const store = await openSqliteStore({ path });
-  const damage = async (sql: string) => {
-    const db = new Database(path);
-    db.pragma('busy_timeout = 5000');
-    db.exec(sql);
-    db.close();
-  };
-  return { store, damage, cleanup: () => store.close() };
-});
+// A catch-up span of one seq applies one outbox row a step (inventory-step.ts): a backlog of many
+// transactions is then applied in as many steps, each in a transaction of its own.
+for (const [name, catchUpSpan] of [['sqlite', undefined], ['sqlite, catch-up one outbox row a step', 1]] as const) {
+  inventoryContract(name, async () => {
+    const path = join(tempDir(), 'inventory.db');
+    const store = await openSqliteStore({ path, ...(catchUpSpan === undefined ? {} : { catchUpSpan }) });
+    const damage = async (sql: string) => {
+      const db = new Database(path);
+      db.pragma('busy_timeout = 5000');
+      db.exec(sql);
+      db.close();
+    };
+    return { store, damage, cleanup: () => store.close() };
+  });
+}
 
 if (!process.env.TEST_DATABASE_URL) {
   describe('inventory contract: postgres', () => {
@@ -25,11 +29,16 @@ if (!process.env.TEST_DATABASE_URL) {
   });
 } else {
   let database: Promise<{ url: string }> | undefined;
-  for (const [name, copyMinEvents] of [['postgres, one statement', Infinity], ['postgres, COPY', 1]] as const) {
+  const variants = [
+    ['postgres, one statement', { copyMinEvents: Infinity }],
+    ['postgres, COPY', { copyMinEvents: 1 }],
+    ['postgres, catch-up one outbox row a step', { catchUpSpan: 1 }],
+  ] as const;
+  for (const [name, options] of variants) {
     inventoryContract(name, async () => {
       database ??= scratchDatabase();
       const { url } = await database;
-      const store = await openPostgresStore({ url, poolMax: 8, copyMinEvents });
+      const store = await openPostgresStore({ url, poolMax: 8, ...options });
       return { store, damage: (sql: string) => withPg(url, (client) => client.query(sql)).then(() => undefined), cleanup: () => store.close() };
     });
   }

@@ -25,6 +25,8 @@ export interface PostgresStoreOptions {
   usage?: boolean;
   /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
   foldBeforeReadMs?: number;
+  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
+  catchUpSpan?: number;
 }
 
 /**
@@ -72,7 +74,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
-  }, options.usage ?? true, options.foldBeforeReadMs);
+  }, options.usage ?? true, options.foldBeforeReadMs, options.catchUpSpan);
 }
 
 /**

@@ -27,6 +27,7 @@ import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
 import { ACTIONS, aliveAtSql } from './inventory-sql.js';
+import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
 
 const LOCK_INVENTORY = 5;
 
@@ -73,6 +74,8 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     /** How long a read waits for the catch-up before answering 503 (the catch-up runs on). */
     private readonly catchUpBeforeReadMs = FOLD_BEFORE_READ_MS,
     private readonly reads = new CancellableReads(pool),
+    /** Seqs of pending events one catch-up step applies. */
+    private readonly catchUpSpan = CATCH_UP_SPAN,
   ) {}
 
   /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
@@ -91,11 +94,17 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     if (await this.#pending()) await this.#apply();
   }
 
-  /** Applies every pending outbox row, under the lock. */
-  #apply(): Promise<void> {
+  /** Applies every pending outbox row, a step (inventory-step.ts) per transaction under the lock. */
+  async #apply(): Promise<void> {
+    while (await this.#step());
+  }
+
+  /** Applies the oldest pending outbox rows, up to catchUpSpan seqs; whether any are left. */
+  #step(): Promise<boolean> {
     return this.#locked(async (c) => {
       const { rows } = await c.query<[number, string[], string[], string[]]>({
-        text: 'SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM inventory_outbox GROUP BY tenant',
+        text: `SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM (${outboxStepSql('$1')}) step GROUP BY tenant`,
+        values: [this.catchUpSpan],
         rowMode: 'array',
       });
       for (const [tenant, firsts, lasts, ids] of rows) {
@@ -112,6 +121,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await this.#recompute(c, tenant, closure);
         await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
       }
+      return (await c.query('SELECT 1 FROM inventory_outbox LIMIT 1')).rows.length > 0;
     });
   }
 

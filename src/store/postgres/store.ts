@@ -42,6 +42,7 @@ import { USAGE_AFTER_COPY_CTES } from './usage-sql.js';
 import { PostgresUsageReads } from './usage.js';
 import { PostgresUsageFold } from './usage-fold.js';
 import { PostgresInventory } from './inventory.js';
+import { CATCH_UP_SPAN } from '../inventory-step.js';
 import { CancellableReads } from './cancellable.js';
 import { inventoryOutboxAfterCopyCte } from './inventory-sql.js';
 import { INVENTORY_ACTIONS } from '../../inventory/timeline.js';
@@ -348,6 +349,8 @@ export class PostgresStore implements Store {
     private readonly withUsage = true,
     /** How long a usage read may fold a backlog before answering 503. */
     foldBeforeReadMs = FOLD_BEFORE_READ_MS,
+    /** Seqs of pending events one inventory catch-up step applies. */
+    catchUpSpan = CATCH_UP_SPAN,
   ) {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
@@ -369,7 +372,7 @@ export class PostgresStore implements Store {
       catchUp: () => fold.catchUp(),
       lag: () => fold.lag(),
     };
-    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable);
+    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable, catchUpSpan);
     this.storageFeed = this.inventory;
     // Another thread opens a pool of its own and catches up itself, as these reads do.
     this.threadReads = { spec: { backend: 'postgres', url, foldBeforeReadMs } };

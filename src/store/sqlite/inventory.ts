@@ -17,6 +17,7 @@ import {
 import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
+import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
 import { serverEventId } from '../types.js';
 import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey, StorageStoreQuery,
@@ -169,7 +170,7 @@ export class InventoryWriter {
     const byKey = (cols: string, kinds: string) => `SELECT ${cols} FROM inventory INDEXED BY inventory_ended WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND kind IN (${kinds})`;
     const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL UNION ALL ${byKey(cols, kinds)} AND ended >= @from`;
     this.#s = {
-      pending: db.prepare('SELECT tenant, first_seq, last_seq, id FROM inventory_outbox').raw(true),
+      pending: db.prepare(outboxStepSql('@span')).raw(true),
       any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
       events: db.prepare(`${EVENTS_SQL} AND e.timestamp >= ?`).raw(true),
@@ -210,10 +211,13 @@ export class InventoryWriter {
     return this.#s.any.get() === 1;
   }
 
-  /** Applies every pending outbox row. The caller runs it in a transaction. */
-  catchUp(): void {
+  /**
+   * Applies the oldest pending outbox rows, up to `maxSpan` seqs (inventory-step.ts); whether any are
+   * left. The caller runs it in a transaction.
+   */
+  catchUp(maxSpan = CATCH_UP_SPAN): boolean {
     const byTenant = new Map<number, { seqs: [number, number][]; maxId: number }>();
-    for (const [tenant, first, last, id] of this.#s.pending.all() as number[][]) {
+    for (const [tenant, first, last, id] of this.#s.pending.all({ span: maxSpan }) as number[][]) {
       const t = byTenant.get(tenant!) ?? { seqs: [], maxId: id! };
       t.seqs.push([first!, last!]);
       t.maxId = Math.max(t.maxId, id!);
@@ -230,6 +234,7 @@ export class InventoryWriter {
       this.#recompute(tenant, c);
       this.#s.done.run(tenant, t.maxId);
     }
+    return this.pending();
   }
 
   /** Everything of the tenants again from their events. The caller runs it in a transaction. */

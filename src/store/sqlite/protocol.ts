@@ -9,7 +9,12 @@ export interface WriterData {
   maxGroupEvents: number;
   /** false only in the bench (default true): events are stored without usage receipts, and nothing is folded into the rollups. */
   usage?: boolean;
+  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN). */
+  catchUpSpan?: number;
 }
+
+/** An inventory catch-up step's answer when outbox rows are left for the next step. */
+export const INVENTORY_MORE = 'more';
 
 export type WriterCommand =
   /** `deadline`: epoch milliseconds after which the unit is refused rather than begun. */

@@ -20,6 +20,7 @@ import { byDeadline } from '../deadline.js';
 import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
 import { UNFOLDED } from './usage-sql.js';
+import { INVENTORY_MORE } from './protocol.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -39,6 +40,8 @@ export interface SqliteStoreOptions {
   usage?: boolean;
   /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
   foldBeforeReadMs?: number;
+  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
+  catchUpSpan?: number;
 }
 
 
@@ -114,20 +117,22 @@ export class SqliteStore implements Store {
       },
     };
     const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
+    // Step after step, each a request of its own: commits waiting for the writer go between them.
+    const catchUp = async () => {
+      while ((await inventoryWork('catchUp', null)) === INVENTORY_MORE);
+    };
     // Every read applies the outbox first (on the writer thread), so it sees every event committed
     // before it; past the budget it answers 503 and the catch-up runs on.
     const inventoryPending = db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck();
     const caughtUp = async <T>(read: () => Promise<T>): Promise<T> => {
       // Nothing pending (the usual case): no wait, whatever the budget.
       if (await this.#run('inventory lag', () => inventoryPending.get() === 1)) {
-        await byDeadline(inventoryWork('catchUp', null), Date.now() + foldBeforeReadMs, inventoryBacklog);
+        await byDeadline(catchUp(), Date.now() + foldBeforeReadMs, inventoryBacklog);
       }
       return read();
     };
     this.inventory = {
-      catchUp: async () => {
-        await inventoryWork('catchUp', null);
-      },
+      catchUp,
       lag: () => this.#readers.run('inventory.lag', {}, 0, USAGE_BUDGET_MS),
       storage: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.storage', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
       objects: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.objects', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
@@ -236,7 +241,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(options.catchUpSpan === undefined ? {} : { catchUpSpan: options.catchUpSpan }) }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {

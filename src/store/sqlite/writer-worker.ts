@@ -15,6 +15,7 @@ import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
 import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
+import { INVENTORY_MORE } from './protocol.js';
 
 /**
  * Most events one usage fold takes: commits wait while it runs, so it is kept to about a large commit's
@@ -244,7 +245,10 @@ class Writer {
     return to < goal ? goal : null;
   }
 
-  /** One transaction on this thread, so no commit interleaves with a replay. */
+  /**
+   * One transaction on this thread, so no commit interleaves with a replay. A catch-up is one step
+   * (MORE: call again), so that commits go on between steps and its heap stays bounded.
+   */
   inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null): string | null {
     const s = this.#open();
     // Nothing pending (the usual case for a read): no transaction, so no fsync.
@@ -252,10 +256,10 @@ class Writer {
     try {
       s.begin.run();
       let result: string | null = null;
-      if (op === 'catchUp') s.inventory.catchUp();
+      if (op === 'catchUp') result = s.inventory.catchUp(this.data.catchUpSpan) ? INVENTORY_MORE : null;
       else if (op === 'rebuild') s.inventory.rebuild(tenantId);
       else {
-        s.inventory.catchUp();
+        while (s.inventory.catchUp(this.data.catchUpSpan));
         result = JSON.stringify(s.inventory.verify(tenantId));
       }
       s.commit.run();

@@ -1,0 +1,18 @@
+/**
+ * The inventory's catch-up goes in steps: each applies the oldest outbox rows up to a span of seqs,
+ * in a transaction of its own, so that its heap (the events it replays and the entries they touch)
+ * stays bounded however large the backlog, and commits go on between steps. A row is never split:
+ * the first row is taken whatever its span (the migration's row of a store's earlier events, once).
+ */
+
+/** Seqs of pending events per step (a group commit's rows are at most 10,000 each). */
+export const CATCH_UP_SPAN = 50_000;
+
+/**
+ * The step's rows in id order, in both stores' SQL; `span` is the placeholder of the span. Every row
+ * has a span of at least one, so the first `span` rows hold the step.
+ */
+export const outboxStepSql = (span: string) => `SELECT tenant, first_seq, last_seq, id FROM (
+  SELECT tenant, first_seq, last_seq, id, sum(last_seq - first_seq + 1) OVER (ORDER BY id) - (last_seq - first_seq + 1) AS before
+  FROM (SELECT tenant, first_seq, last_seq, id FROM inventory_outbox ORDER BY id LIMIT ${span}) o
+) s WHERE before < ${span}`;
