@@ -12,10 +12,13 @@ export interface CostThreadData {
 }
 
 export type ToCostThread =
-  /** A /v1/costs page (JSON or CSV, as request.format). */
-  | { type: 'page'; id: number; tenantId: number; request: UsageRequest }
+  /**
+   * A /v1/costs page (JSON or CSV, as request.format). `cancelled` (one Int32 on shared memory) is set
+   * to 1 by the main thread when the request's client leaves: the pricing polls it (CostService).
+   */
+  | { type: 'page'; id: number; tenantId: number; request: UsageRequest; cancelled: Int32Array }
   /** The FOCUS export: priced first (answered 'ready' or 'error'), then sent a chunk per 'pull'. */
-  | { type: 'focus'; id: number; tenantId: number; tenantName: string; request: UsageRequest }
+  | { type: 'focus'; id: number; tenantId: number; tenantName: string; request: UsageRequest; cancelled: Int32Array }
   | { type: 'pull'; id: number }
   /** The client went away: the rest of the export is dropped. */
   | { type: 'cancel'; id: number }

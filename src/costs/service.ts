@@ -13,6 +13,7 @@ import { clipRow, monthBounds, priceMonth, unpricedRows } from '../pricing/engin
 import type { PricePlan } from '../pricing/plan.js';
 import type { Attribution, KeyHour } from '../pricing/quantities.js';
 import type { Pricing } from '../pricing/setup.js';
+import { ReadAbortedError } from '../store/types.js';
 import type { StorageFeed, StorageKey, UsageStore } from '../store/types.js';
 import { columnRows } from '../store/usage-columns.js';
 import type { UsageRequest } from '../usage/params.js';
@@ -157,13 +158,26 @@ class PricedMonths {
   }
 }
 
+/**
+ * Whether a request's caller has left. Polled, not an AbortSignal: the cost thread prices without
+ * returning to its event loop, where a signal's abort would be delivered.
+ */
+export type Cancelled = () => boolean;
+
 /** What one request may still price; `limit` is what it started with. */
 interface Budget {
   left: number;
   readonly limit: number;
+  readonly cancelled: Cancelled;
+}
+
+/** Between a request's reads and pricing steps: one whose caller left stops there. */
+function checkpoint(budget: Budget): void {
+  if (budget.cancelled()) throw new ReadAbortedError('the cost request was abandoned: its caller left');
 }
 
 function spend(budget: Budget, keyHours: number, month: string): void {
+  checkpoint(budget);
   budget.left -= keyHours;
   if (budget.left < 0) {
     throw new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
@@ -179,18 +193,18 @@ export class CostService {
     this.#kept = new PricedMonths(deps.keptRows ?? KEPT_ROWS);
   }
 
-  #budget(): Budget {
+  #budget(cancelled: Cancelled = () => false): Budget {
     const limit = this.deps.maxKeyHours ?? MAX_KEY_HOURS;
-    return { left: limit, limit };
+    return { left: limit, limit, cancelled };
   }
 
   /**
    * The fine rows of every account-month overlapping the request, cut to [from, to) and the
    * filters: what /v1/costs groups, and what the FOCUS export writes row by row.
    */
-  async fineRows(tenantId: number, request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Promise<PricedAccount[]> {
+  async fineRows(tenantId: number, request: Pick<UsageRequest, 'from' | 'to' | 'filters'>, cancelled?: Cancelled): Promise<PricedAccount[]> {
     const out: PricedAccount[] = [];
-    const budget = this.#budget();
+    const budget = this.#budget(cancelled);
     for (const month of monthsOf(request.from, request.to)) {
       for (const account of await this.priceMonth(tenantId, month, request.filters.provider, budget)) {
         const rows = [...cut(account.rows, request)];
@@ -200,7 +214,8 @@ export class CostService {
     return out;
   }
 
-  async query(tenantId: number, request: UsageRequest): Promise<CostPage> {
+  /** `cancelled`: polled between reads and pricing steps; once true, rejects with ReadAbortedError. */
+  async query(tenantId: number, request: UsageRequest, cancelled?: Cancelled): Promise<CostPage> {
     const bounds = requestBounds(request);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length + 4);
     const fromHour = request.from / HOUR;
@@ -211,7 +226,7 @@ export class CostService {
     // Each month's share of the answer, kept with the month's rows (so for as long as they are).
     const answer = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
     const merged: CostGroups = new Map();
-    const budget = this.#budget();
+    const budget = this.#budget(cancelled);
     for (const month of monthsOf(request.from, request.to)) {
       const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
       let answers = this.#grouped.get(accounts);
@@ -254,6 +269,7 @@ export class CostService {
     const { end } = monthBounds(month);
     const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
     const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${providers === undefined ? '' : [...providers].sort().join('\u0001')}`;
+    checkpoint(budget);
     const version = await this.#version(tenantId, end);
     const kept = this.#kept.get(id, version);
     if (kept !== undefined) return kept;
@@ -308,6 +324,7 @@ export class CostService {
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
     const spans = bounds.slice(0, -1).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
+    checkpoint(budget);
     const usage = columnRows(await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters })));
     spend(budget, usage.length, month);
     for (const row of usage) {
@@ -326,6 +343,7 @@ export class CostService {
 
     const out: PricedAccount[] = [];
     for (const a of accounts.values()) {
+      checkpoint(budget);
       const runs = a.storage.runs();
       spend(budget, runs.length, month);
       const quantities: KeyHour[] = [...a.quantities.values()];
@@ -353,6 +371,7 @@ export class CostService {
       }
       return byAccount;
     };
+    checkpoint(budget);
     const live = await feed.storageDeltas(tenantId, start, end);
     // Before building runs from them: a key's runs number at most its delta rows, twice, and one.
     spend(budget, live.opening.length + live.deltas.length, month);
@@ -363,6 +382,7 @@ export class CostService {
     const priced = [...new Set([...openings.keys(), ...deltas.keys()])].filter((a) => a.planId !== undefined);
     const most = (f: (p: PricePlan) => number) => Math.max(0, ...priced.flatMap((a) => a.versions.map(f)));
     const smallest = most((p) => p.storage.minimumObjectBytes);
+    checkpoint(budget);
     if (smallest > 0) {
       // From a second before the month: one ended at its first instant is still in the 00:00 snapshot.
       for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { smallerThan: BigInt(smallest) }))) {
@@ -370,6 +390,7 @@ export class CostService {
       }
     }
     const youngest = most((p) => p.storage.minimumDays);
+    checkpoint(budget);
     if (youngest > 0) {
       // From a second before the month: a version ended at its first instant is alive in [start - 1, end).
       for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { endedYoungerThan: youngest * DAY }))) {
@@ -380,6 +401,7 @@ export class CostService {
       }
     }
     const peaked = priced.filter((a) => a.versions[0]!.storage.metering === 'daily-peak');
+    checkpoint(budget);
     if (peaked.length > 0) {
       const buckets = [...new Set([...openings, ...deltas].filter(([a]) => peaked.includes(a)).flatMap(([, list]) => list.map((i) => i.key.bucket ?? '')))];
       for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { buckets }))) {

@@ -9,12 +9,17 @@
  */
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
+import { ReadAbortedError } from '../store/types.js';
 import type { ThreadReadsSource } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
 import type { Config } from '../config.js';
 import { asQueryTimeout } from '../query/timed.js';
 import type { FromCostThread, ToCostThread } from './protocol.js';
 import { fromWire, toWire } from './protocol.js';
+
+/** A cancel flag the cost thread can read while it prices (protocol.ts). */
+const flag = () => new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+const abandoned = () => asQueryTimeout(new ReadAbortedError('the cost request was abandoned: its caller left'));
 
 /** How long a closing thread may take to close its reads before it is stopped. */
 const CLOSE_GRACE_MS = 5000;
@@ -48,17 +53,20 @@ export class CostThread {
     this.#worker = this.#spawn();
   }
 
-  /** A /v1/costs page as text, or the request's coded error (as CostService throws them). */
-  async page(tenantId: number, request: UsageRequest): Promise<CostText> {
-    const answer = await this.#ask({ type: 'page', id: this.#nextId++, tenantId, request });
+  /**
+   * A /v1/costs page as text, or the request's coded error (as CostService throws them). `signal`:
+   * the client left; answered at once with BM_ERR_CLIENT_CLOSED, and the pricing stops at its next step.
+   */
+  async page(tenantId: number, request: UsageRequest, signal?: AbortSignal): Promise<CostText> {
+    const answer = await this.#ask({ type: 'page', id: this.#nextId++, tenantId, request, cancelled: flag() }, signal);
     if (answer.type !== 'page') throw new Error(`cost thread answered ${answer.type} to a page`);
     return { text: answer.text, nextCursor: answer.nextCursor };
   }
 
   /** The FOCUS CSV, priced before this resolves (a refusal is an error reply, not a cut stream), then read as it is written. */
-  async focus(tenantId: number, tenantName: string, request: UsageRequest): Promise<Readable> {
+  async focus(tenantId: number, tenantName: string, request: UsageRequest, signal?: AbortSignal): Promise<Readable> {
     const id = this.#nextId++;
-    await this.#ask({ type: 'focus', id, tenantId, tenantName, request });
+    await this.#ask({ type: 'focus', id, tenantId, tenantName, request, cancelled: flag() }, signal);
     const stream = new Readable({
       read: () => this.#post({ type: 'pull', id }),
       destroy: (err, done) => {
@@ -85,10 +93,28 @@ export class CostThread {
     clearTimeout(stop);
   }
 
-  #ask(message: Extract<ToCostThread, { type: 'page' | 'focus' }>): Promise<FromCostThread> {
+  #ask(message: Extract<ToCostThread, { type: 'page' | 'focus' }>, signal: AbortSignal | undefined): Promise<FromCostThread> {
     if (this.#closed) return Promise.reject(new Error('the cost thread is closed'));
+    if (signal?.aborted) return Promise.reject(abandoned());
     return new Promise((resolve, reject) => {
-      this.#jobs.set(message.id, { resolve, reject });
+      const onAbort = () => {
+        Atomics.store(message.cancelled, 0, 1);
+        // Its answer, if the thread still sends one, finds no job.
+        if (this.#jobs.delete(message.id)) reject(abandoned());
+        this.#refIfBusy();
+      };
+      const settle = () => signal?.removeEventListener('abort', onAbort);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#jobs.set(message.id, {
+        resolve: (answer) => {
+          settle();
+          resolve(answer);
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      });
       this.#post(message);
       this.#refIfBusy();
     });

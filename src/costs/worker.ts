@@ -37,6 +37,8 @@ const opened: Promise<{ reads: ThreadReads; service: CostService }> = openThread
 }));
 // A failure to open is each request's error, answered when it comes; not an unhandled rejection that stops the thread.
 opened.catch(() => {});
+/** Set to 1 by the main thread (thread.ts) when the request's client left. */
+const cancelledBy = (flag: Int32Array) => () => Atomics.load(flag, 0) === 1;
 /** FOCUS exports being pulled, by request id. */
 const exports = new Map<number, Iterator<string>>();
 
@@ -44,14 +46,14 @@ async function handle(message: ToCostThread): Promise<void> {
   switch (message.type) {
     case 'page': {
       const { service } = await opened;
-      const page = await service.query(message.tenantId, message.request);
+      const page = await service.query(message.tenantId, message.request, cancelledBy(message.cancelled));
       const text = message.request.format === 'csv' ? costCsv(message.request, page) : costJson(message.request, page);
       send({ type: 'page', id: message.id, text, nextCursor: page.nextCursor });
       return;
     }
     case 'focus': {
       const { service } = await opened;
-      const accounts = await service.fineRows(message.tenantId, message.request);
+      const accounts = await service.fineRows(message.tenantId, message.request, cancelledBy(message.cancelled));
       exports.set(message.id, inChunks(costFocus(message.tenantName, accounts)));
       send({ type: 'ready', id: message.id });
       return;

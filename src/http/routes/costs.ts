@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { COSTS_QUERY, COSTS_REPLY } from '../../costs/api-schemas.js';
 import type { CostThread } from '../../costs/thread.js';
 import { parseUsageParams } from '../../usage/params.js';
+import { clientGone } from '../client-gone.js';
 import { routeSchema } from '../schemas.js';
 
 export function costRoutes(costs: CostThread) {
@@ -12,9 +13,9 @@ export function costRoutes(costs: CostThread) {
       if (query.format === 'focus') {
         // Storage writes a line per key and hour: a month of a large bucket runs past the longest string
         // V8 makes (about 512 MB), so the export is sent as it is written.
-        return reply.type('text/csv; charset=utf-8').send(await costs.focus(request.tenant.id, request.tenant.name, query));
+        return reply.type('text/csv; charset=utf-8').send(await costs.focus(request.tenant.id, request.tenant.name, query, clientGone(reply)));
       }
-      const page = await costs.page(request.tenant.id, query);
+      const page = await costs.page(request.tenant.id, query, clientGone(reply));
       if (query.format === 'csv') {
         if (page.nextCursor !== null) reply.header('x-next-cursor', page.nextCursor);
         return reply.type('text/csv; charset=utf-8').send(page.text);
