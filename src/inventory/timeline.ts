@@ -188,8 +188,13 @@ export class Closure {
 
   /** The time an entry is replayed from: its key's or upload's, or its bucket's if a forced delete reached it earlier. */
   fromOf(entry: Entry): number {
-    const node = entry.kind === 'version' || entry.kind === 'marker' ? `k${k2(entry.bucket, entry.objectKey!)}` : `u${k2(entry.bucket, entry.uploadId!)}`;
-    return Math.min(this.from.get(node) ?? Number.POSITIVE_INFINITY, this.buckets.get(entry.bucket) ?? Number.POSITIVE_INFINITY);
+    if (entry.kind === 'version' || entry.kind === 'marker') return this.keyFrom(entry.bucket, entry.objectKey!);
+    return Math.min(this.from.get(`u${k2(entry.bucket, entry.uploadId!)}`) ?? Number.POSITIVE_INFINITY, this.buckets.get(entry.bucket) ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** The time a key's versions and markers are replayed from (Infinity: not reached). */
+  keyFrom(bucket: string, objectKey: string): number {
+    return Math.min(this.from.get(`k${k2(bucket, objectKey)}`) ?? Number.POSITIVE_INFINITY, this.buckets.get(bucket) ?? Number.POSITIVE_INFINITY);
   }
 
   #reach(n: string, t: number): void {
@@ -212,13 +217,22 @@ export const splitKey = (key: string): [string, string] => {
   return [key.slice(0, i), key.slice(i + 1)];
 };
 
+/** When each part of the history is replayed from (Closure); a whole replay starts before everything. */
+export interface ReplayFrom {
+  fromOf(entry: Entry): number;
+  keyFrom(bucket: string, objectKey: string): number;
+}
+
+export const FROM_THE_START: ReplayFrom = { fromOf: () => Number.NEGATIVE_INFINITY, keyFrom: () => Number.NEGATIVE_INFINITY };
+
 /**
  * Replays `events` (any order; sorted here) over `alive`, the entries alive just before the first of
  * them (at least those scope() names). Entries in `alive` that the replay ends get their end set;
- * returns the entries made by the replay.
+ * returns the entries made by the replay. A DeleteObjects acts only on its keys replayed from no
+ * later than it (`from`): at the others its effect is already in what is stored (Closure.add).
  */
-export function replay(alive: Entry[], events: TimelineEvent[]): { made: Entry[] } {
-  const state = new Timeline(alive);
+export function replay(alive: Entry[], events: TimelineEvent[], from: ReplayFrom = FROM_THE_START): { made: Entry[] } {
+  const state = new Timeline(alive, from);
   events.sort(compareEvents);
   for (const e of events) state.apply(e);
   return { made: state.made };
@@ -234,7 +248,10 @@ class Timeline {
   readonly #byBucket = new Map<string, Set<Entry>>();
   readonly made: Entry[] = [];
 
-  constructor(alive: Entry[]) {
+  constructor(
+    alive: Entry[],
+    private readonly from: ReplayFrom,
+  ) {
     for (const e of [...alive].sort(compareEntries)) this.#add(e);
   }
 
@@ -289,7 +306,9 @@ class Timeline {
         if (e.objectKey !== undefined) this.#delete(e, e.objectKey, e.hardDeletedVersionId, e.resultingDeleteMarkerVersionId);
         break;
       case 'DeleteObjects':
-        for (const d of e.deletedObjects ?? []) this.#delete(e, d.objectKey, d.hardDeletedVersionId, d.resultingDeleteMarkerVersionId);
+        for (const d of e.deletedObjects ?? []) {
+          if (this.from.keyFrom(e.bucket, d.objectKey) <= e.ts) this.#delete(e, d.objectKey, d.hardDeletedVersionId, d.resultingDeleteMarkerVersionId);
+        }
         break;
       case 'DeleteBucket':
         if (e.force === true) for (const entry of [...(this.#byBucket.get(e.bucket) ?? [])]) this.#end(entry, e);
@@ -392,7 +411,8 @@ class Timeline {
  * the ids to delete, the stored entries whose end changed, the entries made, and the deltas of all of it
  * (an entry made again as stored is kept, not deleted and made).
  */
-export function redo(found: Entry[], events: TimelineEvent[], fromOf: (entry: Entry) => number): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
+export function redo(found: Entry[], events: TimelineEvent[], from: ReplayFrom): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
+  const fromOf = (entry: Entry) => from.fromOf(entry);
   const deltas = new Deltas();
   const alive: Entry[] = [];
   const before = new Map<Entry, [number | null, string | null]>();
@@ -412,7 +432,7 @@ export function redo(found: Entry[], events: TimelineEvent[], fromOf: (entry: En
     alive.push(entry);
   }
   // What the replay makes where nothing was reached (a DeleteObjects' other keys) is as stored.
-  const all = replay(alive, events).made.filter((entry) => fromOf(entry) <= entry.start);
+  const all = replay(alive, events, from).made.filter((entry) => fromOf(entry) <= entry.start);
   const ended = alive.filter((entry) => {
     if (entry.end !== null) deltas.add(entry, entry.end, -1n);
     const [end, endedBy] = before.get(entry)!;

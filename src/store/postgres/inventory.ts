@@ -11,7 +11,7 @@ import type { Pool, PoolClient } from 'pg';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
-import { Closure, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
+import { Closure, FROM_THE_START, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
@@ -135,7 +135,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await c.query('DELETE FROM inventory_log WHERE tenant = $1', [tenant]);
         const all = await this.#read(c, tenant, EVENTS_FROM, [Number.MIN_SAFE_INTEGER]);
         await this.#log(c, tenant, all, this.#names(c));
-        await this.#write(c, tenant, redo([], [...all.values()], () => Number.MIN_SAFE_INTEGER));
+        await this.#write(c, tenant, redo([], [...all.values()], FROM_THE_START));
       }
     });
   }
@@ -518,7 +518,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         buckets.map(([, f]) => f),
       ]));
     }
-    await this.#write(c, tenant, redo([...found.values()].map(entryOf), [...closure.events.values()], (entry) => closure.fromOf(entry)));
+    await this.#write(c, tenant, redo([...found.values()].map(entryOf), [...closure.events.values()], closure));
   }
 
   async #write(c: PoolClient, tenant: number, change: ReturnType<typeof redo>): Promise<void> {

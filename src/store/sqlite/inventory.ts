@@ -8,7 +8,7 @@
 import type { Statement } from 'better-sqlite3';
 import { KINDS } from '../../events/catalogue.js';
 import type { ActionName } from '../../events/catalogue.js';
-import { Closure, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
+import { Closure, FROM_THE_START, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import {
@@ -248,7 +248,7 @@ export class InventoryWriter {
       this.#s.clearLog.run(tenant);
       const all = this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER);
       this.#log(tenant, all, this.#names());
-      this.#write(tenant, redo([], [...all.values()], () => Number.MIN_SAFE_INTEGER));
+      this.#write(tenant, redo([], [...all.values()], FROM_THE_START));
     }
   }
 
@@ -369,7 +369,7 @@ export class InventoryWriter {
       add((n[0] === 'k' ? s.atKey : s.atUpload).all({ tenant, bucket: Number(bucket), name, from }) as EntryRow[]);
     }
     for (const [bucket, from] of c.buckets) add(s.atBucket.all({ tenant, bucket: Number(bucket), from }) as EntryRow[]);
-    this.#write(tenant, redo([...rows.values()].map(entryOf), [...c.events.values()], (entry) => c.fromOf(entry)));
+    this.#write(tenant, redo([...rows.values()].map(entryOf), [...c.events.values()], c));
   }
 
   #write(tenant: number, change: ReturnType<typeof redo>): void {

@@ -335,6 +335,23 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
                 batch: 1,
               },
             ],
+            // A DeleteObjects of two keys (b2/b, b2/c) stored and applied before a put at b2/b that it
+            // precedes; then copies from both keys: the one from b2/c replays that key from before the
+            // DeleteObjects, which must not act on b2/b, replayed only from the later copy (CI found it).
+            [
+              {
+                ops: [
+                  { bucket: 'b2', timestamp: T0 + 3600, action: 'PutObject', objectKey: 'b', bytes: 5 },
+                  { bucket: 'b2', timestamp: T0 + 3590, action: 'DeleteObjects', deletedObjects: [{ objectKey: 'b' }, { objectKey: 'c' }] },
+                  { bucket: 'b1', timestamp: T0 + 3580, action: 'CopyObject', objectKey: 'a', copySource: { bucket: 'b2', objectKey: 'c' } },
+                  { bucket: 'b2', timestamp: T0 + 3610, action: 'CopyObject', objectKey: 'a', copySource: { bucket: 'b2', objectKey: 'b' } },
+                ],
+                order: [],
+                newestFirst: false,
+                rounds: 2,
+                batch: 2,
+              },
+            ],
           ],
         },
       );
