@@ -134,8 +134,13 @@ describe('a read whose client left (issue 17, PostgreSQL)', { skip: process.env.
     // A query that runs until cancelled: the events are locked by another session.
     const locker = new pg.Client({ connectionString: url });
     await locker.connect();
+    // Watched from a session of its own, outside the locker's transaction: a transaction sees the
+    // sessions of pg_stat_activity as they were at its first look (a connection the server opens
+    // later would never appear in it).
+    const watcher = new pg.Client({ connectionString: url });
+    await watcher.connect();
     const blocked = async () =>
-      (await locker.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'bucketmeter' AND wait_event_type = 'Lock'")).rows[0]!.n;
+      (await watcher.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'bucketmeter' AND wait_event_type = 'Lock'")).rows[0]!.n;
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
@@ -143,7 +148,7 @@ describe('a read whose client left (issue 17, PostgreSQL)', { skip: process.env.
       // (On failure: the request's outcome, the sessions, and what the server logged.)
       await until('the read blocked on the lock', async () => (await blocked()) === 1, async () => ({
         request: request.outcome(),
-        sessions: (await locker.query("SELECT application_name, state, wait_event_type, left(query, 60) AS q FROM pg_stat_activity WHERE datname = current_database()")).rows,
+        sessions: (await watcher.query("SELECT application_name, state, wait_event_type, left(query, 60) AS q FROM pg_stat_activity WHERE datname = current_database()")).rows,
         server: server.output().slice(-2000),
       }));
       request.leave();
@@ -159,6 +164,7 @@ describe('a read whose client left (issue 17, PostgreSQL)', { skip: process.env.
       assert.deepEqual([reply.status, await reply.json()], [200, { events: [], nextCursor: null }]);
     } finally {
       await locker.end();
+      await watcher.end();
       await server.stop();
     }
   });
