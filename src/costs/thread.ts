@@ -170,7 +170,11 @@ export class CostThread {
       return;
     }
     const job = this.#jobs.get(message.id);
-    if (job === undefined) return;
+    if (job === undefined) {
+      // An export priced for a client that left meanwhile: the thread would keep it for good.
+      if (message.type === 'ready') worker.postMessage({ type: 'cancel', id: message.id } satisfies ToCostThread);
+      return;
+    }
     this.#jobs.delete(message.id);
     if (message.type === 'error') job.reject(fromWire(message.error));
     else job.resolve(message);

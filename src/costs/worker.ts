@@ -53,7 +53,10 @@ async function handle(message: ToCostThread): Promise<void> {
     }
     case 'focus': {
       const { service } = await opened;
-      const accounts = await service.fineRows(message.tenantId, message.request, cancelledBy(message.cancelled));
+      const cancelled = cancelledBy(message.cancelled);
+      const accounts = await service.fineRows(message.tenantId, message.request, cancelled);
+      // Its client left after the last account was priced: nobody will pull it.
+      if (cancelled()) return;
       exports.set(message.id, inChunks(costFocus(message.tenantName, accounts)));
       send({ type: 'ready', id: message.id });
       return;

@@ -9,10 +9,19 @@
 export const CATCH_UP_SPAN = 50_000;
 
 /**
- * The step's rows in id order, in both stores' SQL; `span` is the placeholder of the span. Every row
- * has a span of at least one, so the first `span` rows hold the step.
+ * The step's rows in id order, in both stores' SQL: rows are taken while the seqs before them are
+ * under the span (so the last one may take it past, by at most one row's). `span` and `upTo` are
+ * placeholders: the span, and the last id the catch-up applies (the outbox's newest when it began,
+ * so that a catch-up under ingest ends). Every row has a span of at least one, so the first `span`
+ * rows hold the step.
  */
-export const outboxStepSql = (span: string) => `SELECT tenant, first_seq, last_seq, id FROM (
+export const outboxStepSql = (span: string, upTo: string) => `SELECT tenant, first_seq, last_seq, id FROM (
   SELECT tenant, first_seq, last_seq, id, sum(last_seq - first_seq + 1) OVER (ORDER BY id) - (last_seq - first_seq + 1) AS before
-  FROM (SELECT tenant, first_seq, last_seq, id FROM inventory_outbox ORDER BY id LIMIT ${span}) o
+  FROM (SELECT tenant, first_seq, last_seq, id FROM inventory_outbox WHERE id <= ${upTo} ORDER BY id LIMIT ${span}) o
 ) s WHERE before < ${span}`;
+
+/** A step's span as given to a store: a whole number of seqs, at least one (none would never end). */
+export function checkedSpan(span: number): number {
+  if (!Number.isSafeInteger(span) || span < 1) throw new RangeError(`the inventory catch-up's step must be at least one seq, not ${span}`);
+  return span;
+}

@@ -84,13 +84,22 @@ describe('a cost request whose client left', () => {
     assert.deepEqual(export_.reads, whole.reads.slice(0, 1), 'the FOCUS export the same');
   });
 
-  it('on the cost thread: answered at once as BM_ERR_CLIENT_CLOSED, and its reads never asked for', async () => {
-    /** A fresh cost thread (nothing kept) asked for a page, after `abandoned` requests whose client left; the catch-ups it asked for. */
+  it('on the cost thread: answered at once as BM_ERR_CLIENT_CLOSED, and stopped by its next read', async () => {
+    /**
+     * A fresh cost thread (nothing kept) asked for a page, after `abandoned` requests whose client left;
+     * the catch-ups it asked for (one before each read). They wait until the abandoned requests were
+     * answered: one the thread took before its flag was set has asked for one, and stops after it.
+     */
     async function catchUps(abandoned: number): Promise<string[]> {
       const asked: string[] = [];
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        open = resolve;
+      });
       const caughtUp = store.threadReads.caughtUp!;
-      const counting: typeof caughtUp = (what) => {
+      const counting: typeof caughtUp = async (what) => {
         asked.push(what);
+        await gate;
         return caughtUp(what);
       };
       const costs = new CostThread({ ...store.threadReads, caughtUp: counting }, { prices: undefined, bucketPlans: undefined });
@@ -98,10 +107,10 @@ describe('a cost request whose client left', () => {
         for (let i = 0; i < abandoned; i++) {
           const controller = new AbortController();
           const page = costs.page(tenantId, request, controller.signal);
-          // After it was posted, before the thread takes it: its flag is set when the thread looks.
           controller.abort();
           await assert.rejects(page, (err: unknown) => err instanceof BmError && err.code === 'BM_ERR_CLIENT_CLOSED');
         }
+        open();
         // The thread takes requests in order: once this one is answered, the abandoned ones were handled.
         const page = await costs.page(tenantId, request);
         assert.deepEqual(JSON.parse(page.text).rows.map((r: { customerId: string }) => r.customerId), ['c1', 'c2']);
@@ -111,7 +120,8 @@ describe('a cost request whose client left', () => {
       }
     }
     const alone = await catchUps(0);
-    assert.ok(alone.length > 0, 'a priced request asks for catch-ups before its reads');
-    assert.deepEqual(await catchUps(3), alone, 'the three abandoned requests asked for none');
+    assert.ok(alone.length >= 4, `a priced request asks for a catch-up before each of its reads: ${alone.join(', ')}`);
+    const withAbandoned = await catchUps(3);
+    assert.ok(withAbandoned.length <= alone.length + 3, `three abandoned requests asked for at most one catch-up each: ${withAbandoned.length} against ${alone.length} alone`);
   });
 });

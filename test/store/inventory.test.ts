@@ -1,4 +1,5 @@
 /** The inventory ports' contract (contract/inventory.ts) on a real SQLite file and, with TEST_DATABASE_URL, on PostgreSQL by both write paths. */
+import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -44,3 +45,10 @@ if (!process.env.TEST_DATABASE_URL) {
   }
   after(dropScratchDatabases);
 }
+
+describe('inventory catch-up steps', () => {
+  it('a step of less than one seq, which would never end, is refused when the store opens', async () => {
+    await assert.rejects(openSqliteStore({ path: join(tempDir(), 'inventory.db'), catchUpSpan: 0 }), /at least one seq, not 0/);
+    await assert.rejects(openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', catchUpSpan: 0.5 }), /at least one seq, not 0.5/);
+  });
+});

@@ -9,6 +9,7 @@ import { migrate } from './migrate.js';
 import { PgJobOwnership } from './jobs.js';
 import { ensurePartitions } from './partitions.js';
 import { createPool } from './pool.js';
+import { checkedSpan } from '../inventory-step.js';
 import { PostgresStore } from './store.js';
 
 export interface PostgresStoreOptions {
@@ -41,6 +42,7 @@ const PARTITION_CHECK_MS = 6 * 60 * 60 * 1000;
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   const { logger } = options;
+  const catchUpSpan = options.catchUpSpan === undefined ? undefined : checkedSpan(options.catchUpSpan);
   const pool = createPool({ url: options.url, max: options.poolMax ?? 10, connectTimeoutMs: options.connectTimeoutMs ?? 5000, logger });
 
   const maintainPartitions = async () => {
@@ -74,7 +76,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
-  }, options.usage ?? true, options.foldBeforeReadMs, options.catchUpSpan);
+  }, options.usage ?? true, options.foldBeforeReadMs, catchUpSpan);
 }
 
 /**

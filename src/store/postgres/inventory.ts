@@ -94,17 +94,22 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     if (await this.#pending()) await this.#apply();
   }
 
-  /** Applies every pending outbox row, a step (inventory-step.ts) per transaction under the lock. */
+  /**
+   * Applies the pending outbox rows up to the newest when it begins (what is committed meanwhile is
+   * for the next catch-up), a step (inventory-step.ts) per transaction under the lock.
+   */
   async #apply(): Promise<void> {
-    while (await this.#step());
+    const { rows } = await this.guarded(() => this.pool.query<[string]>({ text: 'SELECT coalesce(max(id), 0) FROM inventory_outbox', rowMode: 'array' }));
+    const upTo = rows[0]![0];
+    while (await this.#step(upTo));
   }
 
-  /** Applies the oldest pending outbox rows, up to catchUpSpan seqs; whether any are left. */
-  #step(): Promise<boolean> {
+  /** Applies the oldest pending outbox rows up to id `upTo`, about catchUpSpan seqs; whether any up to it are left. */
+  #step(upTo: string): Promise<boolean> {
     return this.#locked(async (c) => {
       const { rows } = await c.query<[number, string[], string[], string[]]>({
-        text: `SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM (${outboxStepSql('$1')}) step GROUP BY tenant`,
-        values: [this.catchUpSpan],
+        text: `SELECT tenant, array_agg(first_seq), array_agg(last_seq), array_agg(id) FROM (${outboxStepSql('$1', '$2')}) step GROUP BY tenant`,
+        values: [this.catchUpSpan, upTo],
         rowMode: 'array',
       });
       for (const [tenant, firsts, lasts, ids] of rows) {
@@ -121,7 +126,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await this.#recompute(c, tenant, closure);
         await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
       }
-      return (await c.query('SELECT 1 FROM inventory_outbox LIMIT 1')).rows.length > 0;
+      return (await c.query('SELECT 1 FROM inventory_outbox WHERE id <= $1 LIMIT 1', [upTo])).rows.length > 0;
     });
   }
 

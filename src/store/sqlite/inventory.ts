@@ -170,7 +170,9 @@ export class InventoryWriter {
     const byKey = (cols: string, kinds: string) => `SELECT ${cols} FROM inventory INDEXED BY inventory_ended WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND kind IN (${kinds})`;
     const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL UNION ALL ${byKey(cols, kinds)} AND ended >= @from`;
     this.#s = {
-      pending: db.prepare(outboxStepSql('@span')).raw(true),
+      pending: db.prepare(outboxStepSql('@span', '@upTo')).raw(true),
+      pendingUpTo: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox WHERE id <= ?)').pluck(),
+      newest: db.prepare('SELECT coalesce(max(id), 0) FROM inventory_outbox').pluck(),
       any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
       events: db.prepare(`${EVENTS_SQL} AND e.timestamp >= ?`).raw(true),
@@ -211,13 +213,18 @@ export class InventoryWriter {
     return this.#s.any.get() === 1;
   }
 
+  /** The newest outbox row's id (0: none): where a catch-up that begins now ends. */
+  newest(): number {
+    return this.#s.newest.get() as number;
+  }
+
   /**
-   * Applies the oldest pending outbox rows, up to `maxSpan` seqs (inventory-step.ts); whether any are
-   * left. The caller runs it in a transaction.
+   * Applies the oldest pending outbox rows up to id `upTo`, about `maxSpan` seqs (inventory-step.ts);
+   * whether any up to it are left. The caller runs it in a transaction.
    */
-  catchUp(maxSpan = CATCH_UP_SPAN): boolean {
+  catchUp(upTo: number, maxSpan = CATCH_UP_SPAN): boolean {
     const byTenant = new Map<number, { seqs: [number, number][]; maxId: number }>();
-    for (const [tenant, first, last, id] of this.#s.pending.all({ span: maxSpan }) as number[][]) {
+    for (const [tenant, first, last, id] of this.#s.pending.all({ span: maxSpan, upTo }) as number[][]) {
       const t = byTenant.get(tenant!) ?? { seqs: [], maxId: id! };
       t.seqs.push([first!, last!]);
       t.maxId = Math.max(t.maxId, id!);
@@ -234,7 +241,7 @@ export class InventoryWriter {
       this.#recompute(tenant, c);
       this.#s.done.run(tenant, t.maxId);
     }
-    return this.pending();
+    return this.#s.pendingUpTo.get(upTo) === 1;
   }
 
   /** Everything of the tenants again from their events. The caller runs it in a transaction. */

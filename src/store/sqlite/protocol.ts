@@ -29,7 +29,8 @@ export type WriterCommand =
   /** Folds the next chunk of events past the usage cursor, up to seq upTo (the last stored when null); answers upTo while more remain, else null. */
   | { type: 'foldUsage'; upTo: number | null }
   /** Inventory work between commits: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
-  | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null }
+  /** `upTo`: the last outbox id a catch-up step applies (default all). */
+  | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null; upTo?: number }
   | { type: 'close' };
 
 export type WriterRequest = WriterCommand & { id: number };

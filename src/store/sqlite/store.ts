@@ -21,6 +21,7 @@ import { EventReader } from './read-events.js';
 import { ReaderPool } from './reader-pool.js';
 import { UNFOLDED } from './usage-sql.js';
 import { INVENTORY_MORE } from './protocol.js';
+import { checkedSpan } from '../inventory-step.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -117,9 +118,12 @@ export class SqliteStore implements Store {
       },
     };
     const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
-    // Step after step, each a request of its own: commits waiting for the writer go between them.
+    const newestOutboxRow = db.prepare('SELECT coalesce(max(id), 0) FROM inventory_outbox').pluck();
+    // Step after step, each a request of its own: commits waiting for the writer go between them. Up to
+    // the outbox's newest row when it begins: what is committed meanwhile is for the next catch-up.
     const catchUp = async () => {
-      while ((await inventoryWork('catchUp', null)) === INVENTORY_MORE);
+      const upTo = await this.#run('inventory lag', () => newestOutboxRow.get() as number);
+      while ((await this.#writer.request({ type: 'inventory', op: 'catchUp', tenantId: null, upTo })) === INVENTORY_MORE);
     };
     // Every read applies the outbox first (on the writer thread), so it sees every event committed
     // before it; past the budget it answers 503 and the catch-up runs on.
@@ -226,6 +230,7 @@ const DEFAULT_READ_BUDGET_MS = 2000;
 
 /** Opens (creating or migrating as needed) the database and starts its writer thread. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
+  const catchUpSpan = options.catchUpSpan === undefined ? undefined : checkedSpan(options.catchUpSpan);
   const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   let db: Connection;
   try {
@@ -241,7 +246,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(options.catchUpSpan === undefined ? {} : { catchUpSpan: options.catchUpSpan }) }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }) }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {

@@ -249,17 +249,18 @@ class Writer {
    * One transaction on this thread, so no commit interleaves with a replay. A catch-up is one step
    * (MORE: call again), so that commits go on between steps and its heap stays bounded.
    */
-  inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null): string | null {
+  inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null, upTo: number): string | null {
     const s = this.#open();
     // Nothing pending (the usual case for a read): no transaction, so no fsync.
     if (op === 'catchUp' && !s.inventory.pending()) return null;
     try {
       s.begin.run();
       let result: string | null = null;
-      if (op === 'catchUp') result = s.inventory.catchUp(this.data.catchUpSpan) ? INVENTORY_MORE : null;
+      if (op === 'catchUp') result = s.inventory.catchUp(upTo, this.data.catchUpSpan) ? INVENTORY_MORE : null;
       else if (op === 'rebuild') s.inventory.rebuild(tenantId);
       else {
-        while (s.inventory.catchUp(this.data.catchUpSpan));
+        const newest = s.inventory.newest();
+        while (s.inventory.catchUp(newest, this.data.catchUpSpan));
         result = JSON.stringify(s.inventory.verify(tenantId));
       }
       s.commit.run();
@@ -392,7 +393,7 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
     case 'settings':
       return writer.settings();
     case 'inventory':
-      return writer.inventoryWork(request.op, request.tenantId);
+      return writer.inventoryWork(request.op, request.tenantId, request.upTo ?? Number.MAX_SAFE_INTEGER);
     case 'foldUsage':
       return writer.foldUsage(request.upTo);
     case 'close':
