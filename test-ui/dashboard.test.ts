@@ -3,17 +3,21 @@
  * holding generated events: every view loads with no console error and no failed request, charts draw
  * their data, a filter and a range change change the numbers to what the API answers, sign-in
  * failures say what is wrong, tables download as CSV, the keyboard reaches every view and a narrow
- * window does not scroll sideways. Cost and inventory assertions run when the server offers
- * /v1/costs and /v1/objects (its OpenAPI document says); otherwise the views must say they are not
- * available. Also measures "overview interactive" (first numbers painted) and, with
+ * window does not scroll sideways; navigating aborts the reads of the view left (the server drops
+ * them) and draws only the new view's answers. Cost and inventory assertions run when the server
+ * offers /v1/costs and /v1/objects (its OpenAPI document says); otherwise the views must say they are
+ * not available. Also measures "overview interactive" (first numbers painted) and, with
  * SCREENSHOTS_DIR set, saves a screenshot of each view there.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { chromium } from 'playwright-core';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Page, Route } from 'playwright-core';
+import { dropScratchDatabases, scratchDatabase, withPg } from '../test/support/scratch.js';
 import { createKey, request, runCli, startServer, tempDir } from '../test/support/server.js';
 import type { ServerProcess } from '../test/support/server.js';
 
@@ -60,6 +64,31 @@ function history(count: number): Record<string, unknown>[] {
   return events;
 }
 
+/** A key of `tenant` with `scope`, made with the CLI on the store `storeArgs` name. */
+async function scopedKey(tenant: string, scope: string, storeArgs: string[]): Promise<string> {
+  const created = await runCli(['keys', 'create', '--tenant', tenant, '--scope', scope, ...storeArgs]);
+  assert.equal(created.code, 0, created.stderr);
+  return created.stdout.trim();
+}
+
+/** Sends the generated history to a server, 500 events a batch. */
+async function ingest(url: string, key: string): Promise<void> {
+  const events = history(EVENTS);
+  for (let i = 0; i < events.length; i += 500) {
+    const reply = await request(`${url}/s3/batch`, { key, body: events.slice(i, i + 500) });
+    assert.equal(reply.json.rejectedCount, 0, reply.text);
+  }
+}
+
+/** `done()` polled until true, for at most 10 s; the assertion says `what` and `state()` if not. */
+async function until(what: string, done: () => Promise<boolean>, state: () => unknown): Promise<void> {
+  for (const started = Date.now(); !(await done()); await sleep(20)) {
+    assert.ok(Date.now() - started < 10_000, `${what}: not within 10 s (${JSON.stringify(await state())})`);
+  }
+}
+
+after(dropScratchDatabases);
+
 interface Opened {
   page: Page;
   /** Console errors, page errors, failed requests and error replies seen so far. */
@@ -82,7 +111,7 @@ for (const backend of ['sqlite']) {
     };
 
     /** A new tab (so an empty sessionStorage), signed in with `key` unless it is undefined. */
-    const open = async (hash: string, key: string | undefined, options: { width?: number; allow?: RegExp } = {}): Promise<Opened> => {
+    const open = async (hash: string, key: string | undefined, options: { width?: number; allow?: RegExp; base?: string } = {}): Promise<Opened> => {
       const page = await browser.newPage();
       await page.setViewportSize({ width: options.width ?? 1280, height: 900 });
       if (key !== undefined) await page.addInitScript((k) => sessionStorage.setItem('bucketmeter.apiKey', k), key);
@@ -95,7 +124,7 @@ for (const backend of ['sqlite']) {
       page.on('response', (r) => {
         if (r.status() >= 400 && options.allow?.test(`${r.status()} ${r.url()}`) !== true) problems.push(`${r.status()} ${r.url()}`);
       });
-      await page.goto(`${server.url}/ui/${hash}`);
+      await page.goto(`${options.base ?? server.url}/ui/${hash}`);
       return { page, problems };
     };
 
@@ -129,10 +158,14 @@ for (const backend of ['sqlite']) {
     const format = (n: number) => new Intl.NumberFormat('en-US').format(n);
     /** Fills fields of the range form and applies it: the URL, then the numbers, follow. */
     const applyRange = async (page: Page, fields: Record<string, string>) => {
+      await changeRange(page, fields);
+      await ready(page);
+    };
+    /** The same, without waiting for the new range's numbers. */
+    const changeRange = async (page: Page, fields: Record<string, string>) => {
       for (const [name, value] of Object.entries(fields)) await page.fill(`#range input[name="${name}"]`, value);
       await page.click('#range button[type="submit"]');
       await page.waitForFunction((f) => Object.entries(f).every(([n, v]) => new URLSearchParams(location.hash.split('?')[1]).get(n) === v), fields);
-      await ready(page);
     };
     /** The end of every page's test: its screenshot, nothing went wrong on it, the tab closed. */
     const finish = async ({ page, problems }: Opened, screenshot?: string) => {
@@ -146,19 +179,10 @@ for (const backend of ['sqlite']) {
       const storeArgs = ['--data-dir', dataDir];
       const writeKey = await createKey('acme', storeArgs);
       const otherKey = await createKey('other', storeArgs);
-      const scoped = async (scope: string) => {
-        const created = await runCli(['keys', 'create', '--tenant', 'acme', '--scope', scope, ...storeArgs]);
-        assert.equal(created.code, 0, created.stderr);
-        return created.stdout.trim();
-      };
-      readKey = await scoped('read');
-      ingestKey = await scoped('ingest');
+      readKey = await scopedKey('acme', 'read', storeArgs);
+      ingestKey = await scopedKey('acme', 'ingest', storeArgs);
       server = await startServer({ args: storeArgs });
-      const events = history(EVENTS);
-      for (let i = 0; i < events.length; i += 500) {
-        const reply = await request(`${server.url}/s3/batch`, { key: writeKey, body: events.slice(i, i + 500) });
-        assert.equal(reply.json.rejectedCount, 0, reply.text);
-      }
+      await ingest(server.url, writeKey);
       // Quarantined inputs, one of them with markup that must show as text; and another tenant's.
       for (const objectKey of ['<img src=x id=injected>', 'a.txt']) {
         const reply = await request(`${server.url}/s3`, { key: writeKey, body: { action: 'GetObject', timestamp: 'yesterday', provider: 'aws', bucket: 'media', objectKey, bytes: 1 } });
@@ -422,6 +446,110 @@ for (const backend of ['sqlite']) {
       assert.deepEqual(days, api14.days.map((d: { day: string; requests: number }) => [d.day, format(d.requests)]));
       assert.match((await page.textContent('main'))!, /Every day reconciles/);
       await finish({ page, problems }, 'receipts');
+    });
+
+    it('a range changed twice while its reads wait: the reads of the ranges left are aborted, no error shows, the last range shows its own numbers', async () => {
+      const { page, problems } = await open(`#/overview?${RANGE}`, readKey);
+      await ready(page);
+      // The browser holds the reads of the next two ranges (sent on only at the end), so that they still
+      // wait when the range changes: all of them but the first range's totals, which are drawn.
+      const [first, second] = ['2026-10-02T00:00:00Z', '2026-10-04T00:00:00Z'];
+      const held: Route[] = [];
+      await page.route('**/v1/**', (route) => {
+        const url = new URL(route.request().url());
+        const totals = url.pathname === '/v1/usage' && !url.searchParams.has('groupBy');
+        const from = url.searchParams.get('from');
+        if ((from === first && !totals) || from === second) held.push(route);
+        else void route.continue();
+      });
+      const heldUrls = () => held.map((r) => r.request().url());
+      await changeRange(page, { from: '2026-10-02', to: '2026-10-09' });
+      // Waiting: the cost totals and chart (when priced), the usage chart, the four top tables.
+      const waiting = (features.costs ? 3 : 1) + 4;
+      await until("the first range's panels waiting", async () => held.length === waiting, heldUrls);
+      const firstTotal = (await api(`/v1/usage?from=${first}&to=2026-10-10T00:00:00Z`)).rows[0];
+      assert.equal(await card(page, 'requests'), format(firstTotal.requests));
+      await changeRange(page, { from: '2026-10-04', to: '2026-10-05' });
+      await until("the second range's totals waiting", async () => held.length === waiting + 1, heldUrls);
+      await applyRange(page, { from: '2026-10-06', to: '2026-10-12' });
+      const aborted = heldUrls().map((url) => `failed: ${url} net::ERR_ABORTED`).sort();
+      await until('the reads of the ranges left aborted', async () => problems.length >= aborted.length, () => problems);
+      // Sent on now: a read still waiting would be answered late, over the range on screen.
+      for (const route of held) await route.continue().catch(() => {});
+      await Promise.all(held.map(async (r) => (await r.request().response())?.finished()));
+      await page.evaluate(() => new Promise(requestAnimationFrame));
+      // Only the aborted reads failed: no console error, no error reply; and none shown in the page.
+      assert.deepEqual(problems.sort(), aborted);
+      assert.equal(await page.$('main .notice.error'), null);
+      // Every panel shows the last range's numbers.
+      const range = 'from=2026-10-06T00:00:00Z&to=2026-10-13T00:00:00Z';
+      const total = (await api(`/v1/usage?${range}`)).rows[0];
+      assert.ok(total.requests !== firstTotal.requests);
+      assert.equal(await card(page, 'requests'), format(total.requests));
+      const byProvider: { requests: number }[] = (await api(`/v1/usage?${range}&granularity=day&timeZone=UTC&groupBy=provider`)).rows;
+      assert.equal(await page.getAttribute('[data-chart="usage"]', 'data-points'), String(byProvider.filter((r) => r.requests !== 0).length));
+      const byCustomer: { customerId: string; requests: number }[] = (await api(`/v1/usage?${range}&groupBy=customerId`)).rows;
+      const heads = await page.$$eval('[data-table="top-customerId"] thead th', (ths) => ths.map((th) => th.textContent));
+      const shown = await page.$$eval('[data-table="top-customerId"] tbody tr', (trs, c) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[c]!.textContent]), heads.indexOf('Requests'));
+      assert.deepEqual(shown.sort(), byCustomer.map((r) => [r.customerId, format(r.requests)]).sort());
+      await page.close();
+    });
+
+    const onPostgres = process.env.TEST_DATABASE_URL ? {} : { skip: 'TEST_DATABASE_URL is not set: PostgreSQL run SKIPPED' };
+    it('a filter changed while its read waits (PostgreSQL): the server drops the read left, and the new filter shows its own events', onPostgres, async () => {
+      const { url } = await scratchDatabase();
+      const storeArgs = ['--database-url', url];
+      const writeKey = await createKey('acme', storeArgs);
+      const key = await scopedKey('acme', 'read', storeArgs);
+      const pgServer = await startServer({ args: storeArgs });
+      const locker = new pg.Client({ connectionString: url });
+      try {
+        await ingest(pgServer.url, writeKey);
+        const metrics = async () => {
+          const text = await (await fetch(`${pgServer.url}/metrics`)).text();
+          return (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+        };
+        // Folded into the rollups and the inventory first: those jobs read the events too.
+        const pending = async () => {
+          const sample = await metrics();
+          return [sample('bucketmeter_usage_pending_events'), sample('bucketmeter_inventory_pending')];
+        };
+        await until('the history folded', async () => (await pending()).every((n) => n === 0), pending);
+        const dropped = async () => {
+          const sample = await metrics();
+          return ['waiting', 'running'].map((stage) => sample(`bucketmeter_reads_abandoned_total{stage="${stage}"}`));
+        };
+        // The event explorer's read blocked (not slowed) until the lock goes: another session locks the events.
+        await locker.connect();
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
+        // Seen from another session: within the locker's transaction the activity view stays as first read.
+        const blocked = () =>
+          withPg(url, async (c) => (await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT e.seq, e.ts,%'")).rows[0]!.n);
+        const { page, problems } = await open(`#/events?${RANGE}&action=PutObject`, key, { base: pgServer.url });
+        await until('the first read blocked', async () => (await blocked()) === 1, blocked);
+        assert.deepEqual(await dropped(), [0, 0]);
+        await page.fill('form[aria-label="Event filters"] input[name="action"]', 'GetObject');
+        await page.press('form[aria-label="Event filters"] input[name="action"]', 'Enter');
+        await page.waitForFunction(() => location.hash.includes('action=GetObject'));
+        // Its query cancelled while it ran.
+        await until('the read left dropped', async () => (await dropped())[1] === 1, dropped);
+        await locker.query('COMMIT');
+        await ready(page);
+        assert.deepEqual(await dropped(), [0, 1]);
+        const expected = (await request(`${pgServer.url}/v1/events?action=GetObject&from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&limit=100`, { key })).json.events;
+        const ids = await page.$$eval('[data-table="events"] tbody tr td:nth-child(11)', (tds) => tds.map((td) => td.textContent));
+        assert.equal(ids.length, 100);
+        assert.deepEqual(ids, expected.map((e: { eventId: string }) => e.eventId));
+        assert.equal(await page.$('main .notice.error'), null);
+        // The one failure: the read left, aborted.
+        assert.equal(problems.length, 1, JSON.stringify(problems));
+        assert.match(problems[0]!, /^failed: \S+\/v1\/events\?\S*action=PutObject\S* net::ERR_ABORTED$/);
+        await page.close();
+      } finally {
+        await locker.end();
+        await pgServer.stop();
+      }
     });
 
     it('says so when a link holds a time zone or a date that is not valid', async () => {

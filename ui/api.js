@@ -32,26 +32,30 @@ export function signInMessage(error) {
   return `Sign-in failed: ${error.message}`;
 }
 
-/** GET a /v1 path with query parameters (arrays repeat the parameter); JSON back. */
-export async function get(path, params = {}) {
+/**
+ * GET a /v1 path with query parameters (arrays repeat the parameter); JSON back. `signal` aborts it
+ * (the view that asked was left): the fetch rejects with an AbortError, and the server, its
+ * connection closed, drops the read.
+ */
+export async function get(path, params = {}, signal) {
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {
     if (value === undefined || value === null) continue;
     for (const v of Array.isArray(value) ? value : [value]) query.append(name, v);
   }
   const url = query.size > 0 ? `${path}?${query}` : path;
-  const response = await fetch(url, { headers: { 'x-api-key': getKey() ?? '', accept: 'application/json' } });
+  const response = await fetch(url, { headers: { 'x-api-key': getKey() ?? '', accept: 'application/json' }, signal });
   const body = await response.json().catch(() => undefined);
   if (!response.ok) throw new ApiError(response.status, body);
   return body;
 }
 
 /** Every page of a listing, up to `max` rows. */
-export async function all(path, params, field, max = 100_000) {
+export async function all(path, params, field, signal = undefined, max = 100_000) {
   const rows = [];
   let cursor;
   do {
-    const page = await get(path, { ...params, ...(cursor ? { cursor } : {}) });
+    const page = await get(path, { ...params, ...(cursor ? { cursor } : {}) }, signal);
     rows.push(...page[field]);
     cursor = page.nextCursor;
   } while (cursor && rows.length < max);

@@ -10,7 +10,8 @@ const nav = document.getElementById('nav');
 const rangeForm = document.getElementById('range');
 const signOut = document.getElementById('signout');
 const DEFAULT_DAYS = 30;
-let renderCount = 0;
+/** The render on screen's: a new render aborts it, and so the fetches of the view left behind. */
+let current;
 
 function knownZone(tz) {
   try {
@@ -111,7 +112,9 @@ function showSignIn(message) {
 }
 
 async function render() {
-  const token = ++renderCount;
+  current?.abort();
+  current = new AbortController();
+  const { signal } = current;
   if (!getKey()) {
     showSignIn();
     return;
@@ -140,9 +143,10 @@ async function render() {
       throw new Error(`the range ${state.from} to ${state.to} in ${state.tz} is not valid (dates as YYYY-MM-DD, a time zone such as Europe/Berlin)`);
     }
     const features = await serverFeatures();
-    await VIEWS[state.view]({ state, range, features, view, go, isCurrent: () => token === renderCount });
+    await VIEWS[state.view]({ state, range, features, view, go, signal, isCurrent: () => !signal.aborted });
   } catch (error) {
-    if (token !== renderCount) return;
+    // Left for another render: its aborted fetches are no error, and nothing of it is drawn.
+    if (signal.aborted) return;
     if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
       clearKey();
       showSignIn(signInMessage(error));
@@ -150,7 +154,7 @@ async function render() {
     }
     view.append(notice(error instanceof ApiError ? `The server refused this: ${error.message}` : `Something went wrong: ${error.message}`, 'error'));
   }
-  if (token === renderCount) {
+  if (!signal.aborted) {
     main.dataset.state = 'ready';
     // Which state is on screen (tests wait for it after changing the URL).
     main.dataset.rendered = location.hash;

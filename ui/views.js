@@ -1,5 +1,6 @@
-// The views. Each gets the state from the URL, the API range, the server's optional features and an
-// element to fill; every table has a CSV download; numbers are formatted by kind.
+// The views. Each gets the state from the URL, the API range, the server's optional features, an
+// element to fill and its render's signal (every fetch takes it: leaving the view aborts them); every
+// table has a CSV download; numbers are formatted by kind.
 import { all, get } from './api.js';
 import { stackedChart } from './chart.js';
 import { cards, h, notice, table, unavailable } from './dom.js';
@@ -39,7 +40,7 @@ function measuresOf(features) {
  * inventory history (seconds at millions of events).
  */
 function usage(ctx, params, storage) {
-  return all('/v1/usage', { ...params, ...(storage && ctx.features.storageParam ? { storage: 'true' } : {}) }, 'rows');
+  return all('/v1/usage', { ...params, ...(storage && ctx.features.storageParam ? { storage: 'true' } : {}) }, 'rows', ctx.signal);
 }
 
 const isStored = (metric) => metric in STORAGE_MEASURES;
@@ -148,10 +149,10 @@ async function overview(ctx) {
   });
   await shownTotals;
   const work = [
-    ...(costTotals ? [fill(costTotals, ctx, async () => cards(costCards((await get('/v1/costs', { ...range, granularity: 'none' })).rows)))] : []),
+    ...(costTotals ? [fill(costTotals, ctx, async () => cards(costCards((await get('/v1/costs', { ...range, granularity: 'none' }, ctx.signal)).rows)))] : []),
     fill(costChart, ctx, async () => {
       if (!features.costs) return unavailable('Cost over time (GET /v1/costs)');
-      const rows = (await get('/v1/costs', { ...range, groupBy: by })).rows;
+      const rows = (await get('/v1/costs', { ...range, groupBy: by }, ctx.signal)).rows;
       const currency = mainCurrency(rows);
       const own = rows.filter((r) => r.currency === currency);
       const { times, series } = pivot(own, by, (r) => Number(r.totalCost), (r) => costLabel(r, by));
@@ -176,7 +177,7 @@ async function topTable(ctx, dim, title, metric) {
   let rows;
   let costColumns = [];
   if (features.costs) {
-    const costRows = (await get('/v1/costs', { ...range, granularity: 'none', groupBy: dim })).rows;
+    const costRows = (await get('/v1/costs', { ...range, granularity: 'none', groupBy: dim }, ctx.signal)).rows;
     const currency = mainCurrency(costRows);
     // Grouped by bucket or provider, a value has a row per plan: its cost is their exact sum.
     for (const c of costRows.filter((r) => r.currency === currency)) {
@@ -243,7 +244,7 @@ async function customer(ctx) {
   };
   const events = slot(view, 'events');
   const costChart = (dim) => async () => {
-    const rows = (await get('/v1/costs', { ...range, ...filter, groupBy: dim })).rows;
+    const rows = (await get('/v1/costs', { ...range, ...filter, groupBy: dim }, ctx.signal)).rows;
     const currency = mainCurrency(rows);
     const { times, series } = pivot(rows.filter((r) => r.currency === currency), dim, (r) => Number(r.totalCost), (r) => costLabel(r, dim));
     return stackedChart(`Cost by ${dim}${currency ? ` (${currency})` : ''}`, `cost-${dim}`, times, series, (v) => money(v, currency ?? 'USD'), range.timeZone);
@@ -256,14 +257,14 @@ async function customer(ctx) {
   const work = [
     fill(totals, ctx, async () => {
       const row = (await usage(ctx, { ...range, ...filter, granularity: 'none' }, true))[0] ?? {};
-      const costRows = features.costs ? (await get('/v1/costs', { ...range, ...filter, granularity: 'none' })).rows : [];
+      const costRows = features.costs ? (await get('/v1/costs', { ...range, ...filter, granularity: 'none' }, ctx.signal)).rows : [];
       return cards([...costCards(costRows), ...Object.entries(measures).map(([m, [text, format]]) => [text, format(row[m] ?? 0), m])]);
     }),
     ...(features.costs ? [fill(chartSlot('cost-feature'), ctx, costChart('featureId')), fill(chartSlot('cost-client'), ctx, costChart('clientId'))] : []),
     fill(chartSlot('usage-feature'), ctx, usageChart('featureId')),
     fill(chartSlot('usage-client'), ctx, usageChart('clientId')),
     fill(events, ctx, async () => {
-      const page = await get('/v1/events', { customerId: id, from: range.from, to: range.to, limit: 50 });
+      const page = await get('/v1/events', { customerId: id, from: range.from, to: range.to, limit: 50 }, ctx.signal);
       const link = h('a', { href: `#/events?${new URLSearchParams({ ...Object.fromEntries(state.params), customerId: id })}` }, 'All of its events in the event explorer');
       return [eventsTable(page.events, range.timeZone, `Latest events of ${id}`, `customer-events`), h('p', {}, link)];
     }),
@@ -311,7 +312,7 @@ async function events(ctx) {
   view.append(h('div', { class: 'row-actions' }, more));
   let cursor = null;
   const load = async () => {
-    const page = await get('/v1/events', { ...params, ...(cursor ? { cursor } : {}) });
+    const page = await get('/v1/events', { ...params, ...(cursor ? { cursor } : {}) }, ctx.signal);
     loaded.push(...page.events);
     cursor = page.nextCursor;
     more.hidden = cursor === null;
@@ -378,7 +379,7 @@ async function objects(ctx) {
     { label: 'ended by', value: (o) => o.ended?.eventId ?? '' },
   ];
   const load = async () => {
-    const page = await get('/v1/objects', { ...params, ...(cursor ? { cursor } : {}) });
+    const page = await get('/v1/objects', { ...params, ...(cursor ? { cursor } : {}) }, ctx.signal);
     loaded.push(...page.objects);
     cursor = page.nextCursor;
     more.hidden = cursor === null;
@@ -412,7 +413,7 @@ async function quarantine(ctx) {
     { label: 'replayed', value: (q) => q.replayedAt ?? '', show: (q) => (q.replayedAt ? instant(q.replayedAt, range.timeZone) : '') },
   ];
   const load = async () => {
-    const page = await get('/v1/quarantine', { limit: 100, ...(replayed ? { includeReplayed: 'true' } : {}), ...(cursor ? { cursor } : {}) });
+    const page = await get('/v1/quarantine', { limit: 100, ...(replayed ? { includeReplayed: 'true' } : {}), ...(cursor ? { cursor } : {}) }, ctx.signal);
     loaded.push(...page.entries);
     cursor = page.nextCursor;
     more.hidden = cursor === null;
@@ -429,7 +430,7 @@ function firstError(q) {
 
 async function quarantineEntry(ctx) {
   const { state, range, view } = ctx;
-  const q = await get(`/v1/quarantine/${encodeURIComponent(state.arg)}`);
+  const q = await get(`/v1/quarantine/${encodeURIComponent(state.arg)}`, {}, ctx.signal);
   const keep = state.params.toString();
   view.append(
     h('p', {}, h('a', { href: `#/quarantine${keep ? `?${keep}` : ''}` }, '← Quarantine')),
@@ -462,7 +463,7 @@ async function receipts(ctx) {
   const from = `${state.from}T00:00:00Z`;
   const to = new Date(Date.parse(`${state.to}T00:00:00Z`) + 86_400_000).toISOString().replace('.000Z', 'Z');
   view.append(h('h1', {}, 'Receipts and reconciliation'), h('p', { class: 'muted' }, `UTC days ${state.from} to ${state.to}: what was received, stored, duplicate and rejected, checked against the events and every rollup.`));
-  const result = await get('/v1/usage/reconcile', { from, to });
+  const result = await get('/v1/usage/reconcile', { from, to }, ctx.signal);
   const bad = new Set(result.differences.map((d) => d.day));
   view.append(
     result.differences.length === 0 ? notice('Every day reconciles: receipts, events and rollups agree.') : notice(`${result.differences.length} differences found.`, 'error'),
