@@ -274,6 +274,9 @@ const USAGE_QUERIES = (from: string, to: string, hot: string) => [
   { name: 'none, groupBy customerId,featureId,action', query: `from=${from}&to=${to}&groupBy=customerId,featureId,action` },
   { name: 'day, groupBy clientId, one hot customer', query: `from=${from}&to=${to}&granularity=day&groupBy=clientId&customerId=${hot}` },
   { name: 'hour, no groupBy', query: `from=${from}&to=${to}&granularity=hour` },
+  // Answers of several pages (issue 13): a page past the first is timed apart from the first.
+  { name: 'day, groupBy customerId,featureId,action, 20,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,featureId,action&limit=20000` },
+  { name: 'day, groupBy customerId,clientId, one hot customer, 5,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,clientId&customerId=${hot}&limit=5000` },
   // With the object inventory's stored-bytes measures (issues 14 and 17): the overview's totals, a chart, a table.
   { name: 'none, no groupBy, storage', query: `from=${from}&to=${to}&storage=true` },
   { name: 'day, groupBy provider, storage', query: `from=${from}&to=${to}&granularity=day&groupBy=provider&storage=true` },
@@ -319,6 +322,8 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
         const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
         for (const q of settings.usageQueries ? USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer) : []) {
           const times: number[] = [];
+          const firstPages: number[] = [];
+          const laterPages: number[] = [];
           let rows = 0;
           let pages = 0;
           for (let run = 0; run < settings.usageQueryRuns + 2; run++) {
@@ -327,17 +332,19 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
             pages = 0;
             let cursor: string | null = null;
             do {
+              const pageStarted = process.hrtime.bigint();
               const response = await fetch(`${server.url}/v1/usage?${q.query}${cursor === null ? '' : `&cursor=${cursor}`}`, { headers: { 'x-api-key': server.key } });
               if (response.status !== 200) throw new Error(`${q.query}: ${response.status} ${await response.text()}`);
               const body = (await response.json()) as { rows: unknown[]; nextCursor: string | null };
+              // The first two runs are warmup (caches, prepared statements).
+              if (run >= 2) (pages === 0 ? firstPages : laterPages).push(Number(process.hrtime.bigint() - pageStarted) / 1e6);
               rows += body.rows.length;
               pages++;
               cursor = body.nextCursor;
             } while (cursor !== null);
-            // The first two are warmup (caches, prepared statements).
             if (run >= 2) times.push(Number(process.hrtime.bigint() - started) / 1e6);
           }
-          queries.push({ name: q.name, p50Ms: median(times), rows, pages });
+          queries.push({ name: q.name, p50Ms: median(times), rows, pages, ...(pages > 1 ? { firstPageP50Ms: median(firstPages), laterPageP50Ms: median(laterPages) } : {}) });
         }
         const day = (s: number) => iso(s).slice(0, 10);
         if (settings.usageOverview) overview = await timeOverview(server, day(now - 30 * 86400), day(now - 86400), OVERVIEW_RUNS, settings.overviewReloads);

@@ -163,6 +163,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     inventoryLag: () => store.inventory.lag(),
     usageLag: () => store.usage.lag(),
     readCounts: () => store.readCounts(),
+    usagePages: () => usage.pageCounts(),
   });
   const log = instrumentEventLog(store, metrics);
   const committer = createCommitter(config, logger, store, log);
@@ -182,6 +183,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   telemetryMetrics(metrics.registry, () => telemetry.counters());
   // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
   loadPricing(config);
+  const usage = new UsageService(store.usage, store.inventory);
   const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans });
   const app = await buildHttpServer({
     logger,
@@ -191,7 +193,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
     health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
-    usage: new UsageService(store.usage, store.inventory),
+    usage,
     objects: new ObjectsService(store.inventory),
     costs,
     quarantine: new QuarantineService(store.quarantine),

@@ -18,7 +18,8 @@ import type { StorageFeed, StorageKey, UsageStore } from '../store/types.js';
 import { columnRows } from '../store/usage-columns.js';
 import type { UsageRequest } from '../usage/params.js';
 import { timed } from '../query/timed.js';
-import { compareRows, decodeCursor, encodeCursor, requestBounds } from '../usage/service.js';
+import { KeptAnswers } from '../query/kept.js';
+import { compareRows, decodeCursor, encodeCursor, eventsBefore, requestBounds } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { StorageRun } from './storage.js';
@@ -39,7 +40,6 @@ export const KEPT_ROWS = 1_000_000;
 /** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
 const KEPT_ANSWERS = 16;
 const FINE = SHAPES.find((s) => s.name === 'fine')!;
-const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
 const REQUESTS = MEASURES.indexOf('requests');
 const EGRESS = MEASURES.indexOf('billableEgressBytes');
 
@@ -121,44 +121,6 @@ export interface CostDeps {
 }
 
 /**
- * Priced account-months kept for reuse, least recently used first out, bounded by their rows.
- * Each is kept with its version (CostService.#version): reused only while that is unchanged.
- */
-class PricedMonths {
-  readonly #entries = new Map<string, { version: bigint; accounts: PricedAccount[]; rows: number }>();
-  #rows = 0;
-
-  constructor(private readonly limit: number) {}
-
-  get(id: string, version: bigint): PricedAccount[] | undefined {
-    const entry = this.#entries.get(id);
-    if (entry === undefined || entry.version !== version) return undefined;
-    this.#entries.delete(id);
-    this.#entries.set(id, entry);
-    return entry.accounts;
-  }
-
-  set(id: string, version: bigint, accounts: PricedAccount[]): void {
-    const rows = accounts.reduce((n, a) => n + a.rows.length, 0);
-    this.#drop(id);
-    if (rows > this.limit) return;
-    this.#entries.set(id, { version, accounts, rows });
-    this.#rows += rows;
-    for (const old of this.#entries.keys()) {
-      if (this.#rows <= this.limit) break;
-      this.#drop(old);
-    }
-  }
-
-  #drop(id: string): void {
-    const entry = this.#entries.get(id);
-    if (entry === undefined) return;
-    this.#entries.delete(id);
-    this.#rows -= entry.rows;
-  }
-}
-
-/**
  * Whether a request's caller has left. Polled, not an AbortSignal: the cost thread prices without
  * returning to its event loop, where a signal's abort would be delivered.
  */
@@ -185,12 +147,13 @@ function spend(budget: Budget, keyHours: number, month: string): void {
 }
 
 export class CostService {
-  readonly #kept: PricedMonths;
+  /** Priced account-months, bounded by their rows; each kept with its version (CostService.#version). */
+  readonly #kept: KeptAnswers<PricedAccount[]>;
   /** Per priced month (while it lives), the groups of the last answers asked of it. */
   readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
 
   constructor(private readonly deps: CostDeps) {
-    this.#kept = new PricedMonths(deps.keptRows ?? KEPT_ROWS);
+    this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
   }
 
   #budget(cancelled: Cancelled = () => false): Budget {
@@ -271,26 +234,19 @@ export class CostService {
     const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${providers === undefined ? '' : [...providers].sort().join('\u0001')}`;
     checkpoint(budget);
     const version = await this.#version(tenantId, end);
-    const kept = this.#kept.get(id, version);
+    const kept = this.#kept.get(tenantId, id, version);
     if (kept !== undefined) return kept;
     const accounts = await this.#price(tenantId, month, complete, providers, budget);
-    if ((await this.#version(tenantId, end)) === version) this.#kept.set(id, version, accounts);
+    if ((await this.#version(tenantId, end)) === version) this.#kept.set(tenantId, id, version, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
     return accounts;
   }
 
   /**
    * What a month's price depends on: the tenant's events with a timestamp before the month's end
-   * (its usage by hour, and the inventory, which only looks back). Events are only ever added
-   * (duplicates are not stored), so their count is an exact version; it is read from the tenant's
-   * UTC-day rollup (a month ends on a UTC midnight) through the usage read path, which has caught up
-   * with every commit.
+   * (its usage by hour, and the inventory, which only looks back); see eventsBefore.
    */
-  async #version(tenantId: number, end: number): Promise<bigint> {
-    const spans = [{ window: 0, from: 0, to: end / DAY, sign: 1 as const }];
-    const { measures } = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: TENANT_DAY, spans }], groupBy: [], filters: {} }));
-    let n = 0n;
-    for (let i = 0; i < measures[REQUESTS]!.length; i++) n += measures[REQUESTS]![i]!;
-    return n;
+  #version(tenantId: number, end: number): Promise<bigint> {
+    return eventsBefore(this.deps.usage, tenantId, end / DAY);
   }
 
   async #price(tenantId: number, month: string, complete: boolean, providers: readonly string[] | undefined, budget: Budget): Promise<PricedAccount[]> {

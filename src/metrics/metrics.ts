@@ -6,6 +6,7 @@
 import { AggregatorRegistry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import type { PrometheusContentType } from 'prom-client';
 import type { InventoryLag, ReadCounts, UsageLag } from '../store/types.js';
+import type { UsagePageCounts } from '../usage/service.js';
 
 export interface MetricsSources {
   /** Events waiting for commit (queued and committing) now. */
@@ -16,6 +17,8 @@ export interface MetricsSources {
   usageLag: () => Promise<UsageLag>;
   /** The store's reads waiting now, and those whose caller left. */
   readCounts: () => ReadCounts;
+  /** /v1/usage's kept answers and its continuation pages. */
+  usagePages: () => UsagePageCounts;
 }
 
 export interface Metrics {
@@ -91,6 +94,28 @@ export function createMetrics(sources: MetricsSources): Metrics {
       this.inc({ stage: 'running' }, abandonedRunning - counted.running);
       counted.waiting = abandonedWaiting;
       counted.running = abandonedRunning;
+    },
+  });
+  new Gauge({
+    name: 'bucketmeter_usage_kept_rows',
+    help: 'Rows of /v1/usage answers kept for their next pages.',
+    registers,
+    collect() {
+      this.set(sources.usagePages().keptRows);
+    },
+  });
+  const pages = { kept: 0, computed: 0 };
+  new Counter({
+    name: 'bucketmeter_usage_next_pages_total',
+    help: 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.',
+    labelNames: ['source'] as const,
+    registers,
+    collect() {
+      const { fromKept, computed } = sources.usagePages();
+      this.inc({ source: 'kept' }, fromKept - pages.kept);
+      this.inc({ source: 'computed' }, computed - pages.computed);
+      pages.kept = fromKept;
+      pages.computed = computed;
     },
   });
   return {

@@ -4,6 +4,7 @@
  * Knows nothing of HTTP: the route and the CLI both call it.
  */
 import { BmError } from '../errors.js';
+import { KeptAnswers } from '../query/kept.js';
 import { timed } from '../query/timed.js';
 import type { InventoryStore, UsageColumns, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
 import { columnRows, rowColumns } from '../store/usage-columns.js';
@@ -174,26 +175,86 @@ function sortedRows(columns: UsageColumns, windows: number): Int32Array {
   });
 }
 
+const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
+const REQUESTS = MEASURES.indexOf('requests');
+
+/**
+ * The tenant's events with a timestamp before UTC day `toDay` (days since the epoch): an exact
+ * version of every answer about times before it (usage, and the inventory, which only looks back).
+ * Events are only ever added (duplicates are not stored), so an unchanged count is an unchanged set
+ * of events. Read from the tenant's UTC-day rollup through the usage read path, which has caught up
+ * with every commit.
+ */
+export async function eventsBefore(usage: Pick<UsageStore, 'query'>, tenantId: number, toDay: number, signal?: AbortSignal): Promise<bigint> {
+  const spans = [{ window: 0, from: 0, to: toDay, sign: 1 as const }];
+  const { measures } = await timed(usage.query(tenantId, { terms: [{ shape: TENANT_DAY, spans }], groupBy: [], filters: {} }, signal));
+  let n = 0n;
+  for (let i = 0; i < measures[REQUESTS]!.length; i++) n += measures[REQUESTS]![i]!;
+  return n;
+}
+
+/** Rows of computed answers a process keeps for their next pages (each row ~50 bytes as columns). */
+export const KEPT_ROWS = 1_000_000;
+/** The share of them one tenant may hold: it cannot push the others' answers out past half. */
+const KEPT_SHARE = 0.5;
+/** A client reads its pages one after another; one that comes back later has its page computed. */
+const KEPT_MS = 5 * 60_000;
+
+/** A whole answer: its rows in answer order, as sortedRows gives them. */
+interface Answer {
+  bounds: number[];
+  columns: UsageColumns;
+  sorted: Int32Array;
+  shapes: string[];
+}
+
+/** Continuation pages (those with a cursor): served from a kept answer, or computed. */
+export interface UsagePageCounts {
+  keptRows: number;
+  fromKept: number;
+  computed: number;
+}
+
 export class UsageService {
+  /**
+   * Answers of several pages, kept for their next pages, so that those are a slice, not a
+   * recomputation (issue 13). Each is kept with the tenant's event count (eventsBefore) and reused
+   * only while it is unchanged: a page from it is exactly the page computing again would give. It
+   * is found by tenant and query, not by anything in the cursor: another process, an evicted
+   * answer or another tenant's cursor computes the page as before.
+   */
+  readonly #kept: KeptAnswers<Answer>;
+  readonly #counts = { fromKept: 0, computed: 0 };
+
   constructor(
     private readonly usage: UsageStore,
     private readonly inventory: InventoryStore,
-  ) {}
+    kept: { rows?: number; now?: () => number } = {},
+  ) {
+    this.#kept = new KeptAnswers({ rows: kept.rows ?? KEPT_ROWS, share: KEPT_SHARE, ttlMs: KEPT_MS, ...(kept.now ? { now: kept.now } : {}) });
+  }
+
+  /** For /metrics. */
+  pageCounts(): UsagePageCounts {
+    return { keptRows: this.#kept.rows, ...this.#counts };
+  }
 
   /** `signal`: the caller left; its reads are not run (README, "Reads whose client left"). */
   async query(tenantId: number, request: UsageRequest, signal?: AbortSignal): Promise<UsagePage> {
     const bounds = requestBounds(request);
-    const terms = planUsage([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])], bounds);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length);
-    const [requests, storage] = await Promise.all([
-      timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters }, signal)),
-      request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters }, signal)) : undefined,
-    ]);
-    const columns =
-      storage === undefined
-        ? requests
-        : rowColumns(request.groupBy, withStorage(columnRows(requests), foldStorage(bounds, storage)), MEASURES.length + STORAGE_MEASURES.length);
-    const sorted = sortedRows(columns, bounds.length - 1);
+    const filters = Object.entries(request.filters)
+      .map(([d, values]) => [d, [...values!].sort()] as const)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    const id = JSON.stringify([tenantId, request.from, request.to, request.granularity, request.timeZone, request.groupBy, filters, request.storage]);
+    const toDay = Math.ceil(request.to / 86400);
+    // Read before the answer: an answer kept under this count was computed from exactly its events.
+    const version = await eventsBefore(this.usage, tenantId, toDay, signal);
+    let answer = after === undefined ? undefined : this.#kept.get(tenantId, id, version);
+    if (after !== undefined) this.#counts[answer === undefined ? 'computed' : 'fromKept']++;
+    const computed = answer === undefined;
+    answer ??= await this.#answer(tenantId, request, bounds, signal);
+    const { columns, sorted } = answer;
     let first = 0;
     if (after !== undefined) {
       // The first row past the cursor's sort key (binary search: rows are sorted by it).
@@ -213,8 +274,24 @@ export class UsageService {
     if (more) {
       const last = order[order.length - 1]!;
       nextCursor = encodeCursor({ start: bounds[columns.window[last]!]! * 3600, values: columns.values.map((v, g) => columns.labels[g]![v[last]!]!) });
+      if (computed && (await eventsBefore(this.usage, tenantId, toDay, signal)) === version) this.#kept.set(tenantId, id, version, answer, columns.length);
+    } else if (!computed) {
+      this.#kept.delete(id);
     }
-    return { bounds, columns, order, nextCursor, shapes: terms.map((t) => t.shape.name) };
+    return { bounds, columns, order, nextCursor, shapes: answer.shapes };
+  }
+
+  async #answer(tenantId: number, request: UsageRequest, bounds: number[], signal?: AbortSignal): Promise<Answer> {
+    const terms = planUsage([...request.groupBy, ...(Object.keys(request.filters) as Dimension[])], bounds);
+    const [requests, storage] = await Promise.all([
+      timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters }, signal)),
+      request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters }, signal)) : undefined,
+    ]);
+    const columns =
+      storage === undefined
+        ? requests
+        : rowColumns(request.groupBy, withStorage(columnRows(requests), foldStorage(bounds, storage)), MEASURES.length + STORAGE_MEASURES.length);
+    return { bounds, columns, sorted: sortedRows(columns, bounds.length - 1), shapes: terms.map((t) => t.shape.name) };
   }
 
   /** Per UTC day: receipts, raw events and every rollup shape, and each way they disagree. */

@@ -1,0 +1,263 @@
+/**
+ * Answers kept for their next pages (UsageService, issue 13), on both real stores: every page from a
+ * kept answer is the page computing afresh gives, and a continuation page reads no answer from the
+ * store (only the tenant's event count); an answer evicted, expired, or kept by another process is
+ * computed again; another tenant's cursor is answered from that tenant's own events; a late event
+ * between pages is in the next page; one tenant cannot push another's answers out.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
+import { KeptAnswers } from '../../src/query/kept.js';
+import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { Store, UsageStore } from '../../src/store/types.js';
+import type { UsageRequest } from '../../src/usage/params.js';
+import { MAX_ROWS } from '../../src/usage/params.js';
+import type { UsagePage } from '../../src/usage/service.js';
+import { pageRows, UsageService } from '../../src/usage/service.js';
+import { newTenant } from '../store/contract.js';
+import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+
+const FROM = Date.UTC(2026, 2, 1) / 1000;
+const DAY = 86400;
+const TO = FROM + 3 * DAY;
+
+const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
+  {
+    name: 'sqlite',
+    skip: false,
+    open: async () => {
+      const temp = scratchDir('bm-usage-kept-');
+      const store = await openSqliteStore({ path: join(temp.dir, 'usage.db') });
+      return {
+        store,
+        close: async () => {
+          await store.close();
+          await temp.remove();
+        },
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
+    open: async () => {
+      const store = await openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 4 });
+      return {
+        store,
+        close: async () => {
+          await store.close();
+          await dropScratchDatabases();
+        },
+      };
+    },
+  },
+];
+
+/** A seeded generator: the same events every run. */
+function rng(seed: number): (n: number) => number {
+  let s = seed;
+  return (n) => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s % n;
+  };
+}
+
+function events(seed: number, count: number): NormalizedEvent[] {
+  const next = rng(seed);
+  const out: NormalizedEvent[] = [];
+  for (let i = 0; i < count; i++) {
+    // Some before `from`: stored bytes opening the range.
+    const timestamp = FROM - DAY + next(4 * DAY);
+    const fields = { provider: 'aws', bucket: `b${next(2)}`, customerId: `c${next(6)}`, featureId: next(4) === 0 ? undefined : `f${next(3)}`, clientId: `d${next(5)}` };
+    const kind = next(3);
+    if (kind === 0) out.push({ action: 'PutObject', timestamp, objectKey: `k${next(20)}`, bytes: 1 + next(1_000_000), ...fields } as NormalizedEvent);
+    else if (kind === 1) out.push({ action: 'GetObject', timestamp, objectKey: `k${next(20)}`, bytes: 1 + next(10_000), isBillableEgress: next(2) === 0, ...fields } as NormalizedEvent);
+    else out.push({ action: 'HeadBucket', timestamp, ...fields } as NormalizedEvent);
+  }
+  return out;
+}
+
+const QUERIES: Omit<UsageRequest, 'limit' | 'format'>[] = [
+  { from: FROM, to: TO, granularity: 'hour', timeZone: 'UTC', groupBy: ['customerId', 'featureId'], filters: {}, storage: false },
+  { from: FROM, to: TO, granularity: 'day', timeZone: 'Europe/Berlin', groupBy: ['clientId', 'action', 'bucket'], filters: { customerId: ['c1', 'c2'] }, storage: false },
+  { from: FROM, to: TO, granularity: 'hour', timeZone: 'UTC', groupBy: ['featureId'], filters: { featureId: ['', 'f1'] }, storage: false },
+  { from: FROM, to: TO, granularity: 'hour', timeZone: 'UTC', groupBy: ['customerId', 'bucket'], filters: {}, storage: true },
+];
+
+/** Reads of the store, by kind: the tenant's event count (a one-term tenant_day read from day 0), and answers. */
+interface Reads {
+  versions: number;
+  answers: number;
+}
+
+/** The real store, its reads counted (not replaced). */
+function counted(store: Store, reads: Reads): { usage: UsageStore; inventory: Store['inventory'] } {
+  const usage: UsageStore = Object.create(store.usage);
+  usage.query = (tenantId, query, signal) => {
+    const version = query.groupBy.length === 0 && query.terms.length === 1 && query.terms[0]!.shape.name === 'tenant_day' && query.terms[0]!.spans[0]!.from === 0;
+    reads[version ? 'versions' : 'answers']++;
+    return store.usage.query(tenantId, query, signal);
+  };
+  const inventory: Store['inventory'] = Object.create(store.inventory);
+  inventory.storage = (tenantId, query, signal) => {
+    reads.answers++;
+    return store.inventory.storage(tenantId, query, signal);
+  };
+  return { usage, inventory };
+}
+
+const rowsOf = (page: UsagePage) => pageRows(page).map((r) => JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+
+for (const backend of BACKENDS) {
+  describe(`usage: answers kept for their next pages (${backend.name})`, { skip: backend.skip }, () => {
+    let opened: { store: Store; close(): Promise<void> };
+    let tenantA: number;
+    let tenantB: number;
+    const commit = (tenantId: number, list: NormalizedEvent[]) => opened.store.commit({ events: list.map((event) => ({ tenantId, receivedAt: TO + DAY, event })), quarantine: [] });
+    const service = (reads: Reads, kept: { rows?: number; now?: () => number } = {}) => {
+      const { usage, inventory } = counted(opened.store, reads);
+      return new UsageService(usage, inventory, kept);
+    };
+    /** The whole answer in one page, from a service that keeps nothing. */
+    const whole = async (tenantId: number, q: (typeof QUERIES)[number]) => rowsOf(await new UsageService(opened.store.usage, opened.store.inventory, { rows: 0 }).query(tenantId, { ...q, format: 'json', limit: MAX_ROWS }));
+
+    before(async () => {
+      opened = await backend.open();
+      ({ tenantId: tenantA } = await newTenant(opened.store));
+      ({ tenantId: tenantB } = await newTenant(opened.store));
+      await commit(tenantA, events(1, 1500));
+      await commit(tenantB, events(2, 300));
+    });
+    after(async () => {
+      await opened.close();
+    });
+
+    it('pages from a kept answer are the pages computed afresh, and read no answer from the store', async () => {
+      for (const q of QUERIES) {
+        const expected = await whole(tenantA, q);
+        assert.ok(expected.length > 50, `${JSON.stringify(q.groupBy)}: an answer of many rows (${expected.length})`);
+        for (const limit of [1, 7, 50]) {
+          const reads = { versions: 0, answers: 0 };
+          const kept = service(reads);
+          const recomputing = service({ versions: 0, answers: 0 }, { rows: 0 });
+          const got: string[] = [];
+          let cursor: string | undefined;
+          let pages = 0;
+          do {
+            const request: UsageRequest = { ...q, format: 'json', limit, ...(cursor === undefined ? {} : { cursor }) };
+            const page = await kept.query(tenantA, request);
+            assert.deepEqual(rowsOf(page), rowsOf(await recomputing.query(tenantA, request)), `page ${pages + 1} as computed afresh`);
+            got.push(...rowsOf(page));
+            cursor = page.nextCursor ?? undefined;
+            pages++;
+            // Stop early at limit 1: hundreds of pages prove no more than a few dozen.
+          } while (cursor !== undefined && pages < 40);
+          if (cursor === undefined) assert.deepEqual(got, expected, `limit ${limit}: the pages make the whole answer`);
+          else assert.deepEqual(got, expected.slice(0, got.length), `limit ${limit}: the pages begin the whole answer`);
+          assert.equal(reads.answers, q.storage ? 2 : 1, `limit ${limit}: only the first page read an answer`);
+          assert.equal(kept.pageCounts().fromKept, pages - 1);
+          // The first page reads the count before its answer and after; each next page once.
+          assert.equal(reads.versions, 2 + (pages - 1));
+        }
+      }
+    });
+
+    it('an answer not kept here (another process, a restart, evicted, expired) is computed again', async () => {
+      const q = { ...QUERIES[0]!, format: 'json' as const, limit: 10 };
+      const first = await service({ versions: 0, answers: 0 }).query(tenantA, q);
+      const next = { ...q, cursor: first.nextCursor! };
+      const expected = rowsOf(await service({ versions: 0, answers: 0 }, { rows: 0 }).query(tenantA, next));
+
+      const elsewhere = { versions: 0, answers: 0 };
+      assert.deepEqual(rowsOf(await service(elsewhere).query(tenantA, next)), expected, 'another process');
+      assert.equal(elsewhere.answers, 1);
+
+      const small = { versions: 0, answers: 0 };
+      const tiny = service(small, { rows: 10 });
+      await tiny.query(tenantA, q);
+      assert.deepEqual(rowsOf(await tiny.query(tenantA, next)), expected, 'too big to keep');
+      assert.equal(small.answers, 2);
+
+      let now = 0;
+      const timed = { versions: 0, answers: 0 };
+      const aging = service(timed, { now: () => now });
+      await aging.query(tenantA, q);
+      now += 4 * 60_000;
+      assert.deepEqual(rowsOf(await aging.query(tenantA, next)), expected, 'kept');
+      assert.equal(timed.answers, 1);
+      now += 6 * 60_000;
+      assert.deepEqual(rowsOf(await aging.query(tenantA, next)), expected, 'expired');
+      assert.equal(timed.answers, 2);
+    });
+
+    it("another tenant's cursor is answered from that tenant's own events, never from the kept answer", async () => {
+      const q = { ...QUERIES[0]!, format: 'json' as const, limit: 5 };
+      const reads = { versions: 0, answers: 0 };
+      const shared = service(reads);
+      const first = await shared.query(tenantA, q);
+      const next = { ...q, cursor: first.nextCursor! };
+      const theirs = await shared.query(tenantB, next);
+      assert.equal(reads.answers, 2, "tenant B's page was computed");
+      assert.deepEqual(rowsOf(theirs), rowsOf(await service({ versions: 0, answers: 0 }, { rows: 0 }).query(tenantB, next)));
+      assert.notDeepEqual(rowsOf(theirs), rowsOf(await shared.query(tenantA, next)), "B's events are not A's");
+      assert.equal(reads.answers, 2, "A's answer is still kept");
+    });
+
+    it('a late event between pages is in the next page (the answer is computed again)', async () => {
+      const q = { ...QUERIES[0]!, format: 'json' as const, limit: 5 };
+      const reads = { versions: 0, answers: 0 };
+      const kept = service(reads);
+      const first = await kept.query(tenantA, q);
+      const next = { ...q, cursor: first.nextCursor! };
+      const [row] = pageRows(await kept.query(tenantA, next));
+      assert.equal(reads.answers, 1);
+      // One more event in the next page's first row.
+      const [customerId, featureId] = row!.values;
+      await commit(tenantA, [{ action: 'HeadBucket', timestamp: row!.start + 60, provider: 'aws', bucket: 'b0', customerId, ...(featureId === null ? {} : { featureId }) } as NormalizedEvent]);
+      const late = await kept.query(tenantA, next);
+      assert.equal(reads.answers, 2, 'computed again');
+      assert.equal(pageRows(late)[0]!.measures[0], row!.measures[0]! + 1n, 'the late event is counted');
+      assert.deepEqual(rowsOf(late), rowsOf(await service({ versions: 0, answers: 0 }, { rows: 0 }).query(tenantA, next)));
+      // An event after the range's last day changes nothing it depends on: the answer is kept.
+      await kept.query(tenantA, q);
+      await commit(tenantA, [{ action: 'HeadBucket', timestamp: TO + 2 * DAY, provider: 'aws', bucket: 'b0' } as NormalizedEvent]);
+      await kept.query(tenantA, next);
+      assert.equal(reads.answers, 3, 'kept across a later event');
+    });
+  });
+}
+
+describe('usage: the bound on kept answers', () => {
+  it("holds one tenant to its share: it pushes out its own answers, not another's", () => {
+    const kept = new KeptAnswers<string>({ rows: 10, share: 0.5 });
+    kept.set(2, 'b', 1n, 'B', 3);
+    for (const id of ['a1', 'a2', 'a3']) kept.set(1, id, 1n, id, 4);
+    assert.equal(kept.get(2, 'b', 1n), 'B', "the other tenant's answer stays");
+    assert.equal(kept.get(1, 'a3', 1n), 'a3');
+    assert.equal(kept.get(1, 'a1', 1n), undefined, 'its own oldest went');
+    assert.equal(kept.rows, 3 + 4);
+    kept.set(1, 'big', 1n, 'big', 6);
+    assert.equal(kept.get(1, 'big', 1n), undefined, 'more than the share is not kept');
+  });
+
+  it('gives an answer only to its tenant, at its version, within its time', () => {
+    let now = 0;
+    const kept = new KeptAnswers<string>({ rows: 10, ttlMs: 1000, now: () => now });
+    kept.set(1, 'q', 5n, 'A', 2);
+    assert.equal(kept.get(2, 'q', 5n), undefined, 'another tenant');
+    assert.equal(kept.get(1, 'q', 6n), undefined, 'another version');
+    assert.equal(kept.rows, 0, 'and a stale answer is dropped');
+    kept.set(1, 'q', 5n, 'A', 2);
+    now = 1000;
+    assert.equal(kept.get(1, 'q', 5n), 'A');
+    now = 1001;
+    assert.equal(kept.get(1, 'q', 5n), undefined, 'expired');
+  });
+});
+
+after(async () => {
+  await dropScratchDatabases();
+});
