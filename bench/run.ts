@@ -274,9 +274,12 @@ const USAGE_QUERIES = (from: string, to: string, hot: string) => [
   { name: 'none, groupBy customerId,featureId,action', query: `from=${from}&to=${to}&groupBy=customerId,featureId,action` },
   { name: 'day, groupBy clientId, one hot customer', query: `from=${from}&to=${to}&granularity=day&groupBy=clientId&customerId=${hot}` },
   { name: 'hour, no groupBy', query: `from=${from}&to=${to}&granularity=hour` },
-  // Answers of several pages (issue 13): a page past the first is timed apart from the first.
-  { name: 'day, groupBy customerId,featureId,action, 20,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,featureId,action&limit=20000` },
-  { name: 'day, groupBy customerId,clientId, one hot customer, 5,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,clientId&customerId=${hot}&limit=5000` },
+  // Answers of several pages (issue 13): a page past the first is timed apart from the first. Up to
+  // 1M events: past that the first one's answer outgrows what the server keeps for a tenant (half of
+  // its 1,000,000 rows), so every one of its hundreds of pages is computed again (a 10M run went on
+  // for a quarter of an hour).
+  { name: 'day, groupBy customerId,featureId,action, 20,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,featureId,action&limit=20000`, upToEvents: 1_000_000 },
+  { name: 'day, groupBy customerId,clientId, one hot customer, 5,000 a page', query: `from=${from}&to=${to}&granularity=day&groupBy=customerId,clientId&customerId=${hot}&limit=5000`, upToEvents: 1_000_000 },
   // With the object inventory's stored-bytes measures (issues 14 and 17): the overview's totals, a chart, a table.
   { name: 'none, no groupBy, storage', query: `from=${from}&to=${to}&storage=true` },
   { name: 'day, groupBy provider, storage', query: `from=${from}&to=${to}&granularity=day&groupBy=provider&storage=true` },
@@ -320,7 +323,8 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
       let overview: OverviewTiming | undefined;
       try {
         const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
-        for (const q of settings.usageQueries ? USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer) : []) {
+        const asked = settings.usageQueries ? USAGE_QUERIES(iso(now - 30 * 86400), iso(now), load.hotCustomer) : [];
+        for (const q of asked.filter((q) => events <= (q.upToEvents ?? Number.POSITIVE_INFINITY))) {
           const times: number[] = [];
           const firstPages: number[] = [];
           const laterPages: number[] = [];
