@@ -143,7 +143,7 @@ async function render() {
       throw new Error(`the range ${state.from} to ${state.to} in ${state.tz} is not valid (dates as YYYY-MM-DD, a time zone such as Europe/Berlin)`);
     }
     const features = await serverFeatures();
-    await VIEWS[state.view]({ state, range, features, view, go, signal, isCurrent: () => !signal.aborted });
+    await VIEWS[state.view]({ state, range, features, view, go, signal });
   } catch (error) {
     // Left for another render: its aborted fetches are no error, and nothing of it is drawn.
     if (signal.aborted) return;

@@ -87,10 +87,10 @@ function slot(view, name) {
 async function fill(el, ctx, work) {
   try {
     const content = await work();
-    if (ctx.isCurrent()) el.replaceChildren(...[content].flat());
+    if (!ctx.signal.aborted) el.replaceChildren(...[content].flat());
   } catch (error) {
     if (error.status === 401 || error.status === 403) throw error;
-    if (ctx.isCurrent()) el.replaceChildren(notice(`The server refused this: ${error.message}`, 'error'));
+    if (!ctx.signal.aborted) el.replaceChildren(notice(`The server refused this: ${error.message}`, 'error'));
   }
 }
 

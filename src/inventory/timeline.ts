@@ -412,13 +412,12 @@ class Timeline {
  * (an entry made again as stored is kept, not deleted and made).
  */
 export function redo(found: Entry[], events: TimelineEvent[], from: ReplayFrom): { removed: number[]; ended: Entry[]; made: Entry[]; deltas: Deltas } {
-  const fromOf = (entry: Entry) => from.fromOf(entry);
   const deltas = new Deltas();
   const alive: Entry[] = [];
   const before = new Map<Entry, [number | null, string | null]>();
   const redone: Entry[] = [];
   for (const entry of found) {
-    if (entry.start >= fromOf(entry)) {
+    if (entry.start >= from.fromOf(entry)) {
       deltas.entry(entry, -1n);
       redone.push(entry);
       continue;
@@ -432,7 +431,7 @@ export function redo(found: Entry[], events: TimelineEvent[], from: ReplayFrom):
     alive.push(entry);
   }
   // What the replay makes where nothing was reached (a DeleteObjects' other keys) is as stored.
-  const all = replay(alive, events, from).made.filter((entry) => fromOf(entry) <= entry.start);
+  const all = replay(alive, events, from).made.filter((entry) => from.fromOf(entry) <= entry.start);
   const ended = alive.filter((entry) => {
     if (entry.end !== null) deltas.add(entry, entry.end, -1n);
     const [end, endedBy] = before.get(entry)!;

@@ -38,14 +38,17 @@ export function createMetrics(sources: MetricsSources): Metrics {
   collectDefaultMetrics({ register: registry });
   // Summed across workers like everything else: a scrape says how many processes it covers.
   new Gauge({ name: 'bucketmeter_processes', help: 'Serving processes whose metrics this scrape sums (the workers of serve --workers N).', registers }).set(1);
-  new Gauge({
-    name: 'bucketmeter_write_queue_events',
-    help: 'Events waiting for commit (queued and committing).',
-    registers,
-    collect() {
-      this.set(sources.writeQueueEvents());
-    },
-  });
+  // A gauge read from a count kept elsewhere (the committer, the store, the usage service) at each scrape.
+  const readGauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read());
+      },
+    });
+  readGauge('bucketmeter_write_queue_events', 'Events waiting for commit (queued and committing).', () => sources.writeQueueEvents());
   // One store behind every worker: its lag is reported once (the highest reading), never summed. A
   // store that cannot answer now keeps the last reading: the scrape itself must not fail.
   const storeGauge = (name: string, help: string, read: () => Promise<number>) =>
@@ -73,50 +76,31 @@ export function createMetrics(sources: MetricsSources): Metrics {
   storeGauge('bucketmeter_inventory_lag_seconds', 'Age of the oldest event commit the object inventory has not applied yet; 0 when caught up.', async () => (await inventoryLag()).oldestSeconds);
   storeGauge('bucketmeter_usage_pending_events', 'Events stored and not folded into the usage rollups yet (a usage read folds them first).', async () => (await usageLag()).pendingEvents);
   storeGauge('bucketmeter_usage_lag_seconds', 'Age of the oldest event not folded into the usage rollups yet; 0 when caught up.', async () => (await usageLag()).oldestSeconds);
-  new Gauge({
-    name: 'bucketmeter_reads_waiting',
-    help: 'Store reads waiting for a reader (SQLite: a reader thread; PostgreSQL: a pooled connection, writes included).',
-    registers,
-    collect() {
-      this.set(sources.readCounts().waiting);
-    },
+  // A counter by label brought up, at each scrape, to counts kept elsewhere.
+  const countedCounter = <L extends string>(name: string, help: string, label: string, read: () => Record<L, number>) => {
+    const counted = new Map<L, number>();
+    return new Counter({
+      name,
+      help,
+      labelNames: [label],
+      registers,
+      collect() {
+        for (const [value, count] of Object.entries(read()) as [L, number][]) {
+          this.inc({ [label]: value }, count - (counted.get(value) ?? 0));
+          counted.set(value, count);
+        }
+      },
+    });
+  };
+  readGauge('bucketmeter_reads_waiting', 'Store reads waiting for a reader (SQLite: a reader thread; PostgreSQL: a pooled connection, writes included).', () => sources.readCounts().waiting);
+  countedCounter('bucketmeter_reads_abandoned_total', 'Store reads whose HTTP client left before the answer: stage waiting, never run; stage running, stopped.', 'stage', () => {
+    const { abandonedWaiting, abandonedRunning } = sources.readCounts();
+    return { waiting: abandonedWaiting, running: abandonedRunning };
   });
-  // The store counts; the counter is brought up to its count at each scrape.
-  const counted = { waiting: 0, running: 0 };
-  new Counter({
-    name: 'bucketmeter_reads_abandoned_total',
-    help: 'Store reads whose HTTP client left before the answer: stage waiting, never run; stage running, stopped.',
-    labelNames: ['stage'] as const,
-    registers,
-    collect() {
-      const { abandonedWaiting, abandonedRunning } = sources.readCounts();
-      this.inc({ stage: 'waiting' }, abandonedWaiting - counted.waiting);
-      this.inc({ stage: 'running' }, abandonedRunning - counted.running);
-      counted.waiting = abandonedWaiting;
-      counted.running = abandonedRunning;
-    },
-  });
-  new Gauge({
-    name: 'bucketmeter_usage_kept_rows',
-    help: 'Rows of /v1/usage answers kept for their next pages.',
-    registers,
-    collect() {
-      this.set(sources.usagePages().keptRows);
-    },
-  });
-  const pages = { kept: 0, computed: 0 };
-  new Counter({
-    name: 'bucketmeter_usage_next_pages_total',
-    help: 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.',
-    labelNames: ['source'] as const,
-    registers,
-    collect() {
-      const { fromKept, computed } = sources.usagePages();
-      this.inc({ source: 'kept' }, fromKept - pages.kept);
-      this.inc({ source: 'computed' }, computed - pages.computed);
-      pages.kept = fromKept;
-      pages.computed = computed;
-    },
+  readGauge('bucketmeter_usage_kept_rows', 'Rows of /v1/usage answers kept for their next pages.', () => sources.usagePages().keptRows);
+  countedCounter('bucketmeter_usage_next_pages_total', 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.', 'source', () => {
+    const { fromKept, computed } = sources.usagePages();
+    return { kept: fromKept, computed };
   });
   return {
     registry,

@@ -118,21 +118,21 @@ export class SqliteStore implements Store {
       },
     };
     const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
+    // The outbox's newest row (0: none pending; applied rows are deleted).
     const newestOutboxRow = db.prepare('SELECT coalesce(max(id), 0) FROM inventory_outbox').pluck();
+    const newest = () => this.#run('inventory lag', () => newestOutboxRow.get() as number);
     // Step after step, each a request of its own: commits waiting for the writer go between them. Up to
     // the outbox's newest row when it begins: what is committed meanwhile is for the next catch-up.
-    const catchUp = async () => {
-      const upTo = await this.#run('inventory lag', () => newestOutboxRow.get() as number);
+    const catchUpTo = async (upTo: number) => {
       while ((await this.#writer.request({ type: 'inventory', op: 'catchUp', tenantId: null, upTo })) === INVENTORY_MORE);
     };
+    const catchUp = async () => catchUpTo(await newest());
     // Every read applies the outbox first (on the writer thread), so it sees every event committed
     // before it; past the budget it answers 503 and the catch-up runs on.
-    const inventoryPending = db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck();
     const caughtUp = async <T>(read: () => Promise<T>): Promise<T> => {
+      const upTo = await newest();
       // Nothing pending (the usual case): no wait, whatever the budget.
-      if (await this.#run('inventory lag', () => inventoryPending.get() === 1)) {
-        await byDeadline(catchUp(), Date.now() + foldBeforeReadMs, inventoryBacklog);
-      }
+      if (upTo > 0) await byDeadline(catchUpTo(upTo), Date.now() + foldBeforeReadMs, inventoryBacklog);
       return read();
     };
     this.inventory = {
