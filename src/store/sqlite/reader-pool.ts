@@ -6,21 +6,21 @@
  * step that never ends) has its thread stopped and replaced.
  *
  * A read whose caller left (its signal aborted) is dropped from its queue if it waits, and its
- * thread is replaced if it runs: a running SQLite statement cannot be interrupted (better-sqlite3
- * has no sqlite3_interrupt, and Worker.terminate takes effect only when the statement returns to
- * JavaScript), so the old thread runs it to its end and exits, and the pool goes on with a new one.
- * The statement's CPU is spent either way; replacing the thread only spares the reads behind it the
- * wait. At most as many such threads as the pool has: past that, the read's thread stays taken (and
- * counted to its tenant) until its statement ends, so that aborted reads cannot multiply threads.
+ * thread is replaced if it runs. better-sqlite3 has no sqlite3_interrupt, and Worker.terminate takes
+ * effect only when a statement calls back into JavaScript, so the thread's stop flag is set too: a
+ * usage statement reads it between its pieces (a day of rows each) and ends there; any other read
+ * runs to its end on the old thread, which then exits, and the pool goes on with a new one. At most
+ * as many such threads as the pool has: past that, the read's thread stays taken (and counted to its
+ * tenant) until its statement ends, so that aborted reads cannot multiply threads.
  */
 import { Worker } from 'node:worker_threads';
 import { InvalidCursorError, ReadAbortedError, ReadTimeoutError, StoreUnavailableError } from '../types.js';
 import type { ReadCounts } from '../types.js';
 import { epochNow } from './read-budget.js';
-import type { ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
+import type { ReadName, ReadRequest, ReadResponse, ReaderData, ReaderThreadData, Reads } from './reads.js';
 
 /** How long past its deadline a read may run before its thread is stopped. */
-const STOP_GRACE_MS = 1000;
+export const STOP_GRACE_MS = 1000;
 
 interface Job {
   request: ReadRequest;
@@ -31,6 +31,8 @@ interface Job {
 
 interface Thread {
   worker: Worker;
+  /** The id of a read to stop, read by the thread's long statements between their pieces. */
+  stop: Int32Array;
   job: Job | undefined;
   timer: NodeJS.Timeout | undefined;
 }
@@ -131,6 +133,8 @@ export class ReaderPool {
     const thread = this.#threads.find((t) => t.job === job);
     if (thread === undefined) return;
     this.#abandoned.running++;
+    // A usage statement ends at its next piece; any other read runs to its end.
+    Atomics.store(thread.stop, 0, job.request.id);
     if (this.#abandonedThreads >= this.#threads.length) {
       // The thread stays taken until its statement ends; its answer then finds the job settled.
       job.reject(aborted());
@@ -178,7 +182,9 @@ export class ReaderPool {
   }
 
   #spawn(): Thread {
-    const thread: Thread = { worker: new Worker(this.workerUrl, { workerData: this.data }), job: undefined, timer: undefined };
+    const stop = new SharedArrayBuffer(4);
+    const workerData: ReaderThreadData = { ...this.data, stop };
+    const thread: Thread = { worker: new Worker(this.workerUrl, { workerData }), stop: new Int32Array(stop), job: undefined, timer: undefined };
     thread.worker.unref();
     thread.worker.on('message', (response: ReadResponse) => {
       const job = thread.job;
@@ -239,6 +245,8 @@ function rebuild(error: Extract<ReadResponse, { ok: false }>['error']): Error {
   switch (error.kind) {
     case 'timeout':
       return new ReadTimeoutError(error.message);
+    case 'aborted':
+      return new ReadAbortedError(error.message);
     case 'cursor':
       return new InvalidCursorError(error.message);
     case 'range':

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../../background-thread.js';
-import { InvalidCursorError, ReadTimeoutError } from '../types.js';
+import { InvalidCursorError, ReadAbortedError, ReadTimeoutError } from '../types.js';
 import { openReadOnly, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
@@ -14,13 +14,13 @@ import { UsageReader } from './usage.js';
 import { columnBuffers } from '../usage-columns.js';
 import type { UsageColumns } from '../types.js';
 import { InventoryReader } from './inventory.js';
-import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderData, Reads } from './reads.js';
+import type { ReadErrorKind, ReadName, ReadRequest, ReadResponse, ReaderThreadData, Reads } from './reads.js';
 
 type Handlers = { [K in ReadName]: (args: Reads[K]['args'], budget: ReadBudget) => Reads[K]['result'] };
 
-function handlers(db: Connection): Handlers {
+function handlers(db: Connection, check: () => void): Handlers {
   const events = new EventReader(db);
-  const usage = new UsageReader(db);
+  const usage = new UsageReader(db, check);
   const inventory = new InventoryReader(db);
   return {
     'events.page': ({ tenantId, query }, budget) => events.list(tenantId, query, budget),
@@ -36,6 +36,7 @@ function handlers(db: Connection): Handlers {
 
 function kindOf(err: unknown): ReadErrorKind {
   if (err instanceof ReadTimeoutError) return 'timeout';
+  if (err instanceof ReadAbortedError) return 'aborted';
   if (err instanceof InvalidCursorError) return 'cursor';
   if (err instanceof RangeError) return 'range';
   return 'error';
@@ -44,21 +45,33 @@ function kindOf(err: unknown): ReadErrorKind {
 // Reads are background work beside ingestion.
 lowerThreadPriority();
 const port = parentPort!;
-const data = workerData as ReaderData;
+const data = workerData as ReaderThreadData;
+/** The id of a read whose caller left, set by the main thread (ReaderPool) while the read runs. */
+const stop = new Int32Array(data.stop);
+let current: { id: number; budget: ReadBudget } | undefined;
+// Called from inside long statements (UsageReader): they end at their next step, not their last row.
+const check = () => {
+  if (current === undefined) return;
+  if (Atomics.load(stop, 0) === current.id) throw new ReadAbortedError('the read was abandoned: its caller left');
+  current.budget.check();
+};
 let table: Handlers | undefined;
 
 port.on('message', (request: ReadRequest) => {
   let response: ReadResponse;
   let transfer: ArrayBuffer[] = [];
   try {
-    table ??= handlers(openReadOnly(data.path, data.busyTimeoutMs));
+    table ??= handlers(openReadOnly(data.path, data.busyTimeoutMs), check);
     const run = table[request.name] as (args: unknown, budget: ReadBudget) => unknown;
-    const result = run(request.args, new ReadBudget(request.deadline, request.budgetMs));
+    current = { id: request.id, budget: new ReadBudget(request.deadline, request.budgetMs) };
+    const result = run(request.args, current.budget);
     if (request.name === 'usage.query') transfer = columnBuffers(result as UsageColumns);
     response = { id: request.id, ok: true, result };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     response = { id: request.id, ok: false, error: { kind: kindOf(err), message, code: sqliteCode(err) } };
+  } finally {
+    current = undefined;
   }
   port.postMessage(response, transfer);
 });

@@ -10,7 +10,7 @@ import type {
 
 export interface Reads {
   'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
-  /** One SQL statement each: the budget bounds the wait for a reader, not the statement. Columns are transferred, not copied. */
+  /** One SQL statement each, stopped between its pieces (a day of rows) past its budget or once its caller left. Columns are transferred, not copied. */
   'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageColumns };
   'usage.reconcile': { args: { tenantId: number; fromDay: number; toDay: number }; result: UsageDayCheck[] };
   'inventory.lag': { args: Record<string, never>; result: InventoryLag };
@@ -27,6 +27,11 @@ export interface ReaderData {
   busyTimeoutMs: number;
 }
 
+/** A reader thread's data: the pool's, and its own stop flag (an Int32Array's buffer: the id of a read to stop). */
+export interface ReaderThreadData extends ReaderData {
+  stop: SharedArrayBuffer;
+}
+
 export interface ReadRequest {
   id: number;
   name: ReadName;
@@ -37,7 +42,7 @@ export interface ReadRequest {
 }
 
 /** How a failed read is rebuilt on the main thread: the error classes do not cross threads. */
-export type ReadErrorKind = 'timeout' | 'cursor' | 'range' | 'error';
+export type ReadErrorKind = 'timeout' | 'aborted' | 'cursor' | 'range' | 'error';
 
 export type ReadResponse =
   | { id: number; ok: true; result: unknown }

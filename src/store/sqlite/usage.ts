@@ -2,7 +2,7 @@
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
 import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
-import type { Dimension } from '../../usage/shapes.js';
+import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
 import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import type { Connection } from './connection.js';
@@ -11,12 +11,37 @@ import { DayChecks } from '../usage-days.js';
 
 const STATEMENT_CACHE = 200;
 
+/**
+ * A span is scanned in pieces of at most a day, each a range seek of its own, so that a query over
+ * months stops within a day's rows of its caller leaving (bm_check runs once per piece).
+ */
+const PIECE_UNITS: Record<Grain, number> = { hour: 24, day: 1 };
+
+function pieces(s: UsageSpan, units: number): [number, number, number, number][] {
+  const out: [number, number, number, number][] = [];
+  for (let from = s.from; from < s.to; from += units) out.push([s.window, from, Math.min(s.to, from + units), s.sign]);
+  return out;
+}
+
 export class UsageReader {
   readonly #statements = new Map<string, Statement>();
   readonly #dictIds;
   readonly #dictValues;
 
-  constructor(private readonly db: Connection) {
+  /**
+   * `check` runs between the spans of a query's scan (SQL calls it once per span, in the outer loop)
+   * and throws to stop the statement: better-sqlite3 has no sqlite3_interrupt, and a query over months
+   * of rollups can run for seconds after its caller left or its budget ran out.
+   */
+  constructor(
+    private readonly db: Connection,
+    check: () => void = () => {},
+  ) {
+    // One argument (the span's window), so that SQLite places the call in the spans' loop.
+    db.function('bm_check', { deterministic: false }, (_window: unknown) => {
+      check();
+      return 1;
+    });
     this.#dictIds = db.prepare('SELECT id, value FROM dict WHERE value IN (SELECT value FROM json_each(?))');
     this.#dictValues = db.prepare('SELECT id, value FROM dict WHERE id IN (SELECT value FROM json_each(?))');
   }
@@ -51,7 +76,7 @@ export class UsageReader {
     const measure = (c: string, m: number) => (single ? `sum(w.k * u.${c})` : `w.k * u.${c} AS m${m}`);
     const terms = q.terms.map(
       (term, t) => `SELECT w.i AS i${groups}, ${MEASURE_COLUMNS.map(measure).join(', ')}
-  FROM w${t} w CROSS JOIN ${term.shape.table} u ON u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
+  FROM w${t} w CROSS JOIN ${term.shape.table} u ON bm_check(w.i) AND u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
   ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
     );
     const spans = `WITH ${q.terms.map((_, t) => `w${t}(i, s, e, k) AS MATERIALIZED (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))`).join(', ')}`;
@@ -62,7 +87,7 @@ SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})`).join(', ')}
 FROM (${terms.join('\nUNION ALL\n')})
 GROUP BY i${keys}`;
     const params = [
-      ...q.terms.map((term) => JSON.stringify(term.spans.map((s) => [s.window, s.from, s.to, s.sign]))),
+      ...q.terms.map((term) => JSON.stringify(term.spans.flatMap((s) => pieces(s, PIECE_UNITS[term.shape.grain])))),
       ...q.terms.map(() => tenantId),
     ];
     const raw = this.#prepare(sql).raw(true).all(...params) as bigint[][];
