@@ -2,7 +2,8 @@
  * The dashboard in a real browser (Debian's chromium driven by playwright-core) against a real server
  * holding generated events: every view loads with no console error and no failed request, charts draw
  * their data, a filter and a range change change the numbers to what the API answers, sign-in
- * failures say what is wrong, tables download as CSV, the keyboard reaches every view and a narrow
+ * failures say what is wrong, a read with no answer or a 503 says so (not "refused") and leaves the
+ * rest of the page working, tables download as CSV, the keyboard reaches every view and a narrow
  * window does not scroll sideways; navigating aborts the reads of the view left (the server drops
  * them) and draws only the new view's answers. Cost and inventory assertions run when the server
  * offers /v1/costs and /v1/objects (its OpenAPI document says); otherwise the views must say they are
@@ -17,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { chromium } from 'playwright-core';
 import type { BrowserContext, Page, Route } from 'playwright-core';
+import { ERRORS } from '../src/errors.js';
 import { dropScratchDatabases, scratchDatabase, withPg } from '../test/support/scratch.js';
 import { createKey, request, runCli, startServer, tempDir } from '../test/support/server.js';
 import type { ServerProcess } from '../test/support/server.js';
@@ -167,6 +169,8 @@ for (const backend of ['sqlite']) {
       await page.click('#range button[type="submit"]');
       await page.waitForFunction((f) => Object.entries(f).every(([n, v]) => new URLSearchParams(location.hash.split('?')[1]).get(n) === v), fields);
     };
+    /** A failed read's notice when no answer came, with its Retry button. */
+    const unreachable = /^The server could not be reached: no answer came \(it may be stopped or restarting, or the network is down\)\. Check that bucketmeter is running at this address, then retry\. Retry$/;
     /** The end of every page's test: its screenshot, nothing went wrong on it, the tab closed. */
     const finish = async ({ page, problems }: Opened, screenshot?: string) => {
       if (screenshot !== undefined) await shot(page, screenshot);
@@ -493,6 +497,104 @@ for (const backend of ['sqlite']) {
       const shown = await page.$$eval('[data-table="top-customerId"] tbody tr', (trs, c) => trs.map((tr) => [tr.children[0]!.textContent, tr.children[c]!.textContent]), heads.indexOf('Requests'));
       assert.deepEqual(shown.sort(), byCustomer.map((r) => [r.customerId, format(r.requests)]).sort());
       await page.close();
+    });
+
+    it('a panel or a view whose read gets no answer says the server could not be reached, not that it refused; the rest of the page works, and Retry reads again', async () => {
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey);
+      await ready(page);
+      /** Reads failed as on a cut connection: no answer at all. */
+      const aborted: string[] = [];
+      const abort = (route: Route) => {
+        aborted.push(route.request().url());
+        void route.abort('failed');
+      };
+      // The top customers' usage read.
+      const cut = (url: URL) => url.pathname === '/v1/usage' && url.searchParams.get('groupBy') === 'customerId';
+      await page.route(cut, abort);
+      await page.click('nav a[data-view="overview"]');
+      await ready(page);
+      const panel = '[data-slot="top-customerId"]';
+      assert.match((await page.textContent(panel))!, unreachable);
+      assert.doesNotMatch((await page.textContent(panel))!, /refused/);
+      assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 1);
+      // The other panels show their numbers, and a range change still updates them.
+      const total = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
+      assert.equal(await card(page, 'requests'), format(total.requests));
+      const byFeature = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&groupBy=featureId')).rows;
+      assert.equal(await page.$$eval('[data-table="top-featureId"] tbody tr', (trs) => trs.length), byFeature.length);
+      await applyRange(page, { from: '2026-10-03', to: '2026-10-05' });
+      const narrow = (await api('/v1/usage?from=2026-10-03T00:00:00Z&to=2026-10-06T00:00:00Z')).rows[0];
+      assert.equal(await card(page, 'requests'), format(narrow.requests));
+      assert.match((await page.textContent(panel))!, unreachable);
+      // Answered again: Retry draws the panel.
+      await page.unroute(cut);
+      await page.click(`${panel} button.retry`);
+      await ready(page);
+      const byCustomer = (await api('/v1/usage?from=2026-10-03T00:00:00Z&to=2026-10-06T00:00:00Z&groupBy=customerId')).rows;
+      assert.equal(await page.$$eval('[data-table="top-customerId"] tbody tr', (trs) => trs.length), byCustomer.length);
+      assert.equal(await page.$('main .notice.error'), null);
+      // A view whose one read gets no answer (the receipts' reconcile) says the same; Retry draws it.
+      const reconcile = (url: URL) => url.pathname === '/v1/usage/reconcile';
+      await page.route(reconcile, abort);
+      await page.click('nav a[data-view="receipts"]');
+      await ready(page);
+      assert.match((await page.textContent('main .notice.error'))!, unreachable);
+      await page.unroute(reconcile);
+      await page.click('main button.retry');
+      await ready(page);
+      assert.equal(await page.$$eval('[data-table="receipts"] tbody tr', (trs) => trs.length), 3);
+      assert.equal(await page.$('main .notice.error'), null);
+      // The only problems: the reads cut (two of the panel, one of the view), each also in the console.
+      assert.equal(aborted.length, 3);
+      assert.deepEqual(problems.sort(), aborted.flatMap((url) => [`failed: ${url} net::ERR_FAILED`, 'console: Failed to load resource: net::ERR_FAILED']).sort());
+      await page.close();
+    });
+
+    it('a server that gave no answer when the dashboard opened: the view says so, and Retry draws it once it answers', async () => {
+      // The server's OpenAPI document (which endpoints it offers), read before any view, gets no answer.
+      await browser.route('**/openapi.json', (route) => route.abort('failed'));
+      let opened: Opened;
+      try {
+        opened = await open(`#/overview?${RANGE}`, readKey);
+        await ready(opened.page);
+        assert.match((await opened.page.textContent('main .notice.error'))!, unreachable);
+      } finally {
+        await browser.unroute('**/openapi.json');
+      }
+      const { page, problems } = opened;
+      await page.click('main button.retry');
+      await ready(page);
+      const total = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
+      assert.equal(await card(page, 'requests'), format(total.requests));
+      assert.equal(await page.$('main .notice.error'), null);
+      assert.deepEqual(problems, [`failed: ${server.url}/openapi.json net::ERR_FAILED`, 'console: Failed to load resource: net::ERR_FAILED']);
+      await page.close();
+    });
+
+    it("a panel answered 503 shows the server's own explanation (its problem's title and detail), not a refusal", async () => {
+      assert.ok(features.costs, 'this server offers /v1/costs');
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/(costs|usage)\?|status of 503/ });
+      await ready(page);
+      // The cost chart's read too large to price, the usage chart's past its time budget: answered as the server does.
+      const answers = {
+        '/v1/costs': { code: 'BM_ERR_COST_TOO_LARGE', detail: 'Pricing 2026-10 needs more than the 1,000,000 attribution key × hour quantities a request may price; a provider filter narrows it.' },
+        '/v1/usage': { code: 'BM_ERR_QUERY_TIMEOUT', detail: 'the read took more than its budget of 2000 ms; narrow the query or retry later' },
+      } as const;
+      const chart = (url: URL) => url.pathname in answers && url.searchParams.get('groupBy') === 'provider' && url.searchParams.get('granularity') === 'day';
+      await page.route(chart, (route) => {
+        const path = new URL(route.request().url()).pathname as keyof typeof answers;
+        const { code, detail } = answers[path];
+        const body = { type: `urn:bucketmeter:error:${code}`, title: ERRORS[code].title, status: 503, detail, code, instance: path };
+        void route.fulfill({ status: 503, headers: { 'content-type': 'application/problem+json; charset=utf-8', 'retry-after': '5' }, body: JSON.stringify(body) });
+      });
+      await page.click('nav a[data-view="overview"]');
+      await ready(page);
+      assert.equal(await page.textContent('[data-slot="cost-chart"]'), `Too many quantities to price: ${answers['/v1/costs'].detail}`);
+      assert.equal(await page.textContent('[data-slot="usage-chart"]'), `Query took too long: ${answers['/v1/usage'].detail}`);
+      assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 2);
+      const total = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
+      assert.equal(await card(page, 'requests'), format(total.requests));
+      await finish({ page, problems });
     });
 
     const onPostgres = process.env.TEST_DATABASE_URL ? {} : { skip: 'TEST_DATABASE_URL is not set: PostgreSQL run SKIPPED' };

@@ -1,5 +1,6 @@
 // Talking to the server: the key from sessionStorage as X-API-Key, problem+json turned into errors
-// with a message for people, and which optional endpoints this server offers.
+// with a message for people (no answer at all is another error), and which optional endpoints this
+// server offers.
 
 const KEY = 'bucketmeter.apiKey';
 
@@ -24,6 +25,26 @@ export class ApiError extends Error {
   }
 }
 
+/** No answer: the server is down or restarting, or the connection was cut (nothing was refused). */
+export class Unreachable extends Error {
+  constructor(cause) {
+    super('The server could not be reached: no answer came (it may be stopped or restarting, or the network is down). Check that bucketmeter is running at this address, then retry.', { cause });
+  }
+}
+
+/** A fetch's failure as thrown: a network failure (a TypeError) as Unreachable; an AbortError as it is. */
+function unreached(error) {
+  return error instanceof TypeError ? new Unreachable(error) : error;
+}
+
+/** What a failed read means for the person at the keyboard, in a panel or a view. */
+export function failureMessage(error) {
+  if (!(error instanceof ApiError)) return error instanceof Unreachable ? error.message : `Something went wrong: ${error.message}`;
+  if (error.status < 500) return `The server refused this: ${error.message}`;
+  // It could not answer (a read over its time budget, a cost too large to price): its problem says why.
+  return error.problem?.title ? `${error.problem.title}: ${error.message}` : `The server could not answer this (HTTP ${error.status}).`;
+}
+
 /** What a sign-in failure means for the person at the keyboard. */
 export function signInMessage(error) {
   if (error.code === 'BM_ERR_AUTH_MISSING_KEY') return 'Paste an API key to sign in.';
@@ -44,8 +65,16 @@ export async function get(path, params = {}, signal) {
     for (const v of Array.isArray(value) ? value : [value]) query.append(name, v);
   }
   const url = query.size > 0 ? `${path}?${query}` : path;
-  const response = await fetch(url, { headers: { 'x-api-key': getKey() ?? '', accept: 'application/json' }, signal });
-  const body = await response.json().catch(() => undefined);
+  const response = await fetch(url, { headers: { 'x-api-key': getKey() ?? '', accept: 'application/json' }, signal }).catch((error) => {
+    throw unreached(error);
+  });
+  let body;
+  try {
+    body = await response.json();
+  } catch (error) {
+    // A reply that is not JSON (a proxy's error page) still has its status; a body cut off is no answer.
+    if (!(error instanceof SyntaxError)) throw unreached(error);
+  }
   if (!response.ok) throw new ApiError(response.status, body);
   return body;
 }
@@ -68,6 +97,11 @@ let features;
 export async function serverFeatures() {
   features ??= fetch('/openapi.json')
     .then((r) => r.json())
+    .catch((error) => {
+      // Asked again on the next render (a retry), rather than failing every view until a reload.
+      features = undefined;
+      throw unreached(error);
+    })
     .then((doc) => {
       const paths = doc.paths ?? {};
       const usage = paths['/v1/usage']?.get ?? {};

@@ -1,7 +1,7 @@
 // The dashboard's shell: sign-in, the URL as the state (#/view/arg?params, shareable), the range
 // form, and dispatch to the views.
 import { ApiError, clearKey, get, getKey, serverFeatures, setKey, signInMessage } from './api.js';
-import { h, notice } from './dom.js';
+import { failure, h, notice } from './dom.js';
 import { addDays, dateIn, zoneMidnight } from './format.js';
 import { VIEWS } from './views.js';
 
@@ -143,7 +143,7 @@ async function render() {
       throw new Error(`the range ${state.from} to ${state.to} in ${state.tz} is not valid (dates as YYYY-MM-DD, a time zone such as Europe/Berlin)`);
     }
     const features = await serverFeatures();
-    await VIEWS[state.view]({ state, range, features, view, go, signal });
+    await VIEWS[state.view]({ state, range, features, view, go, signal, retry: render });
   } catch (error) {
     // Left for another render: its aborted fetches are no error, and nothing of it is drawn.
     if (signal.aborted) return;
@@ -152,7 +152,7 @@ async function render() {
       showSignIn(signInMessage(error));
       return;
     }
-    view.append(notice(error instanceof ApiError ? `The server refused this: ${error.message}` : `Something went wrong: ${error.message}`, 'error'));
+    view.append(failure(error, render));
   }
   if (!signal.aborted) {
     main.dataset.state = 'ready';

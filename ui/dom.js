@@ -1,5 +1,6 @@
 // Building the page: elements with text only (never HTML from data), tables with a CSV download,
 // notices.
+import { failureMessage, Unreachable } from './api.js';
 import { csv } from './format.js';
 
 /** An element; `attrs` with on* functions as listeners; children are nodes or text. */
@@ -20,6 +21,13 @@ export function h(tag, attrs = {}, ...children) {
 
 export function notice(text, kind = '') {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
+}
+
+/** A failed read's notice; with a Retry button (`retry` called) when the server gave no answer. */
+export function failure(error, retry) {
+  const shown = notice(failureMessage(error), 'error');
+  if (error instanceof Unreachable) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
+  return shown;
 }
 
 export function unavailable(what) {

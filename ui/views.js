@@ -1,9 +1,9 @@
 // The views. Each gets the state from the URL, the API range, the server's optional features, an
-// element to fill and its render's signal (every fetch takes it: leaving the view aborts them); every
-// table has a CSV download; numbers are formatted by kind.
+// element to fill, its render's signal (every fetch takes it: leaving the view aborts them) and
+// `retry` (renders it again); every table has a CSV download; numbers are formatted by kind.
 import { all, get } from './api.js';
 import { stackedChart } from './chart.js';
-import { cards, h, notice, table, unavailable } from './dom.js';
+import { cards, failure, h, notice, table, unavailable } from './dom.js';
 import { bytes, byteHours, count, decimalSum, instant, money, share } from './format.js';
 
 const DIMENSIONS = ['provider', 'bucket', 'customerId', 'featureId', 'clientType', 'clientId', 'action'];
@@ -90,7 +90,7 @@ async function fill(el, ctx, work) {
     if (!ctx.signal.aborted) el.replaceChildren(...[content].flat());
   } catch (error) {
     if (error.status === 401 || error.status === 403) throw error;
-    if (!ctx.signal.aborted) el.replaceChildren(notice(`The server refused this: ${error.message}`, 'error'));
+    if (!ctx.signal.aborted) el.replaceChildren(failure(error, ctx.retry));
   }
 }
 
