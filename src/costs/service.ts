@@ -39,6 +39,10 @@ export const MAX_KEY_HOURS = 1_000_000;
 export const KEPT_ROWS = 1_000_000;
 /** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
 const KEPT_ANSWERS = 16;
+/** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
+const KEPT_REFUSALS = 1024;
+/** A month's requests and egress are read a day at a time, so that the bound refuses it after the day that passes it. */
+const HOURS_PER_READ = 24;
 const FINE = SHAPES.find((s) => s.name === 'fine')!;
 const REQUESTS = MEASURES.indexOf('requests');
 const EGRESS = MEASURES.indexOf('billableEgressBytes');
@@ -138,12 +142,13 @@ function checkpoint(budget: Budget): void {
   if (budget.cancelled()) throw new ReadAbortedError('the cost request was abandoned: its caller left');
 }
 
+const tooLarge = (budget: Budget, month: string) =>
+  new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
+
 function spend(budget: Budget, keyHours: number, month: string): void {
   checkpoint(budget);
   budget.left -= keyHours;
-  if (budget.left < 0) {
-    throw new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
-  }
+  if (budget.left < 0) throw tooLarge(budget, month);
 }
 
 export class CostService {
@@ -151,6 +156,12 @@ export class CostService {
   readonly #kept: KeptAnswers<PricedAccount[]>;
   /** Per priced month (while it lives), the groups of the last answers asked of it. */
   readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
+  /**
+   * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
+   * refused at: refused again at once while it is unchanged. A dashboard asks several costs of the
+   * same range per visit, and each refusal read the month's usage first (seconds at 10M events).
+   */
+  readonly #refused = new Map<string, bigint>();
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
@@ -236,9 +247,24 @@ export class CostService {
     const version = await this.#version(tenantId, end);
     const kept = this.#kept.get(tenantId, id, version);
     if (kept !== undefined) return kept;
-    const accounts = await this.#price(tenantId, month, complete, providers, budget);
+    if (this.#refused.get(id) === version) throw tooLarge(budget, month);
+    const whole = budget.left === budget.limit;
+    let accounts: PricedAccount[];
+    try {
+      accounts = await this.#price(tenantId, month, complete, providers, budget);
+    } catch (err) {
+      // Past the bound with all of it: so is every request of this month, until an event of it comes.
+      if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE' && (await this.#version(tenantId, end)) === version) this.#refuse(id, version);
+      throw err;
+    }
     if ((await this.#version(tenantId, end)) === version) this.#kept.set(tenantId, id, version, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
     return accounts;
+  }
+
+  #refuse(id: string, version: bigint): void {
+    this.#refused.delete(id);
+    if (this.#refused.size >= KEPT_REFUSALS) this.#refused.delete(this.#refused.keys().next().value!);
+    this.#refused.set(id, version);
   }
 
   /**
@@ -279,20 +305,22 @@ export class CostService {
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
-    const spans = bounds.slice(0, -1).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
-    checkpoint(budget);
-    const usage = columnRows(await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters })));
-    spend(budget, usage.length, month);
-    for (const row of usage) {
-      const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
-      const a = accountOf(provider ?? '', bucket);
-      if (a === undefined || action === null) continue;
-      const requests = row.measures[REQUESTS]!;
-      const egress = row.measures[EGRESS]!;
-      if (requests === 0n && egress === 0n) continue;
-      const q = quantity(a, bounds[row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
-      if (requests !== 0n) q.requests = Number(requests);
-      if (egress !== 0n) q.egressBytes = egress;
+    for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
+      const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, i) => ({ window: first + i, from: hour, to: hour + 1, sign: 1 as const }));
+      checkpoint(budget);
+      const usage = columnRows(await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters })));
+      spend(budget, usage.length, month);
+      for (const row of usage) {
+        const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
+        const a = accountOf(provider ?? '', bucket);
+        if (a === undefined || action === null) continue;
+        const requests = row.measures[REQUESTS]!;
+        const egress = row.measures[EGRESS]!;
+        if (requests === 0n && egress === 0n) continue;
+        const q = quantity(a, bounds[row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
+        if (requests !== 0n) q.requests = Number(requests);
+        if (egress !== 0n) q.egressBytes = egress;
+      }
     }
 
     await this.#addStorage(tenantId, start, end, accountOf, budget, month);

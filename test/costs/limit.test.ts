@@ -1,7 +1,8 @@
 /**
  * The per-request bound on what cost prices (BM_ERR_COST_TOO_LARGE, 503): past it the request is
  * refused with the bound in its message, a provider filter prices only that provider's account
- * (so it fits), and under the bound both answers agree with the unbounded one. A real SQLite store.
+ * (so it fits), and under the bound both answers agree with the unbounded one. A month past it is
+ * refused after its first day past it, and at once while it has not changed. A real SQLite store.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -55,5 +56,57 @@ describe('cost: the bound on key × hour quantities per request', () => {
     assert.deepEqual(backblaze, unbounded.filter((a) => a.rows.every((r) => r.provider === 'backblaze')));
     // At the bound exactly, the whole answer is priced and equals the unbounded one.
     assert.deepEqual(await service(7).fineRows(tenantId, request()), unbounded);
+  });
+
+  describe('a month past the bound', () => {
+    let spread = 0;
+    /** The service's reads of the fine usage shape (its month's requests and egress), counted. */
+    let fineReads = 0;
+    const counted = (maxKeyHours: number) =>
+      new CostService({
+        usage: {
+          query: (tenant, query, signal) => {
+            if (query.terms.some((t) => t.shape.name === 'fine')) fineReads++;
+            return store.usage.query(tenant, query, signal);
+          },
+        },
+        storage: store.storageFeed,
+        pricing,
+        maxKeyHours,
+      });
+    const refused = (err: unknown) => err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE';
+    before(async () => {
+      ({ tenantId: spread } = await newTenant(store));
+      // One key-hour on each of the month's first 10 days.
+      const events = Array.from({ length: 10 }, (_, d) => getObject(MONTH_START + d * 24 * HOUR + 5, { provider: 'aws', bucket: 'media', customerId: 'c1', bytes: 1 }));
+      await store.commit({ events: events.map((event) => ({ tenantId: spread, receivedAt: MONTH_START + 40 * 24 * HOUR, event })), quarantine: [] });
+    });
+
+    it('is refused after the day that passes the bound, its later days not read', async () => {
+      fineReads = 0;
+      await assert.rejects(counted(2).fineRows(spread, request()), refused);
+      // Days 1 and 2 fit the bound of 2; day 3 passes it. Read whole, it was one read of every day.
+      assert.equal(fineReads, 3);
+      fineReads = 0;
+      const priced = await counted(10).fineRows(spread, request());
+      assert.equal(new Set(priced.flatMap((a) => a.rows.map((r) => r.hour))).size, 10, 'a key-hour of every day priced');
+      assert.equal(fineReads, 31, 'priced whole: a read per day of the month');
+    });
+
+    it('is refused again at once while nothing of it changes, and read again once an event of it comes', async () => {
+      const costs = counted(2);
+      await assert.rejects(costs.fineRows(spread, request()), refused);
+      fineReads = 0;
+      await assert.rejects(costs.fineRows(spread, request()), refused);
+      assert.equal(fineReads, 0, 'the refusal was remembered with the month');
+      // A provider filter is another question: read.
+      await assert.rejects(costs.fineRows(spread, request('aws')), refused);
+      assert.equal(fineReads, 3);
+      // A late event of the month: read again (and refused again, it is larger still).
+      await store.commit({ events: [{ tenantId: spread, receivedAt: MONTH_START + 41 * 24 * HOUR, event: getObject(MONTH_START + 20 * 24 * HOUR, { provider: 'aws', bucket: 'media', customerId: 'c2', bytes: 1 }) }], quarantine: [] });
+      fineReads = 0;
+      await assert.rejects(costs.fineRows(spread, request()), refused);
+      assert.equal(fineReads, 3);
+    });
   });
 });
