@@ -308,9 +308,10 @@ export class CostService {
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, i) => ({ window: first + i, from: hour, to: hour + 1, sign: 1 as const }));
       checkpoint(budget);
-      const usage = columnRows(await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters })));
+      const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
+      // Counted before its rows are made objects: a day past the bound is not.
       spend(budget, usage.length, month);
-      for (const row of usage) {
+      for (const row of columnRows(usage)) {
         const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
         const a = accountOf(provider ?? '', bucket);
         if (a === undefined || action === null) continue;
