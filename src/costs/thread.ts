@@ -36,7 +36,11 @@ interface Job {
 }
 
 export class CostThread {
-  /** undefined after the thread exited: the next request starts another (not at once, so a thread that cannot start does not loop). */
+  /**
+   * Started by the first request, not with the server: an isolate of its own costs resident memory
+   * that a node only ingesting never uses. undefined again after the thread exited: the next
+   * request starts another (not at once, so a thread that cannot start does not loop).
+   */
   #worker: Worker | undefined;
   /** Requests waiting for their answer (a page, or an export's first 'ready'). */
   readonly #jobs = new Map<number, Job>();
@@ -49,9 +53,7 @@ export class CostThread {
     private readonly source: ThreadReadsSource,
     private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'>,
     private readonly workerUrl = new URL('./worker.js', import.meta.url),
-  ) {
-    this.#worker = this.#spawn();
-  }
+  ) {}
 
   /**
    * A /v1/costs page as text, or the request's coded error (as CostService throws them). `signal`:

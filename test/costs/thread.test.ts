@@ -4,11 +4,12 @@
  * requests sent one after another are all answered before it (priced on the event loop, as before
  * the thread, the cost reply came after 8 of the 25 pairs on SQLite and 9 on PostgreSQL). Also: a
  * coded error thrown on the thread is the same problem+json reply, the server stops cleanly with
- * the thread started (both stores), and a thread that exits fails its request and is started again
- * by the next.
+ * the thread started (both stores), the thread is started by the first request (not with the
+ * server), and a thread that exits fails its request and is started again by the next.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { setTimeout } from 'node:timers/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -88,6 +89,29 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('cost thread started by the first request', () => {
+  it('is not started with the server: a node that only ingests does not pay its memory', async () => {
+    const dir = tempDir();
+    const started = join(dir, 'started');
+    const script = join(dir, 'worker.mjs');
+    const real = new URL('../../src/costs/worker.js', import.meta.url).href;
+    writeFileSync(script, `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(started)}, '');\nawait import(${JSON.stringify(real)});\n`);
+    const store = await openSqliteStore({ path: join(dir, 'cost.db') });
+    const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined }, pathToFileURL(script));
+    try {
+      // A thread would have run its first line by now (it starts in milliseconds; given 500).
+      await setTimeout(500);
+      assert.equal(existsSync(started), false, 'no thread before a request');
+      const query = parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+      assert.deepEqual(JSON.parse((await costs.page(1, query)).text).rows, []);
+      assert.equal(existsSync(started), true, 'started by the request');
+    } finally {
+      await costs.close();
+      await store.close();
+    }
+  });
+});
 
 describe('cost thread that exits', () => {
   it('fails the request it had, and the next request starts another thread', async () => {
