@@ -306,7 +306,8 @@ export class CostService {
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
-      const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, i) => ({ window: first + i, from: hour, to: hour + 1, sign: 1 as const }));
+      // Windows numbered from 0 in each read: so its hours are one run of units, read row for row (directWindows).
+      const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
       checkpoint(budget);
       const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
       // Counted before its rows are made objects: a day past the bound is not.
@@ -318,7 +319,7 @@ export class CostService {
         const requests = row.measures[REQUESTS]!;
         const egress = row.measures[EGRESS]!;
         if (requests === 0n && egress === 0n) continue;
-        const q = quantity(a, bounds[row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
+        const q = quantity(a, bounds[first + row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
         if (requests !== 0n) q.requests = Number(requests);
         if (egress !== 0n) q.egressBytes = egress;
       }

@@ -108,5 +108,22 @@ describe('cost: the bound on key × hour quantities per request', () => {
       await assert.rejects(costs.fineRows(spread, request()), refused);
       assert.equal(fineReads, 3);
     });
+
+    it('is not remembered when it was refused only because an earlier month of the request used part of the bound', async () => {
+      const { tenantId: two } = await newTenant(store);
+      const APRIL = MONTH_START + 31 * 24 * HOUR;
+      // March: 8 key-hours; April: 5.
+      const events = [
+        ...Array.from({ length: 8 }, (_, d) => getObject(MONTH_START + d * 24 * HOUR + 5, { provider: 'aws', bucket: 'media', customerId: 'c1', bytes: 1 })),
+        ...Array.from({ length: 5 }, (_, d) => getObject(APRIL + d * 24 * HOUR + 5, { provider: 'aws', bucket: 'media', customerId: 'c1', bytes: 1 })),
+      ];
+      await store.commit({ events: events.map((event) => ({ tenantId: two, receivedAt: APRIL + 40 * 24 * HOUR, event })), quarantine: [] });
+      const costs = counted(10);
+      // Both months: March takes 8 of the 10, April's 5 do not fit what is left.
+      await assert.rejects(costs.fineRows(two, { from: MONTH_START, to: APRIL + 30 * 24 * HOUR, filters: {} }), refused);
+      // April alone fits the bound: priced, not refused from memory.
+      const april = await costs.fineRows(two, { from: APRIL, to: APRIL + 30 * 24 * HOUR, filters: {} });
+      assert.equal(new Set(april.flatMap((a) => a.rows.map((r) => r.hour))).size, 5);
+    });
   });
 });

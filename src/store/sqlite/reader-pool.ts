@@ -73,7 +73,9 @@ export class ReaderPool {
       return Promise.reject(aborted());
     }
     return new Promise((resolve, reject) => {
-      const request: ReadRequest = { id: this.#nextId++, name, args, deadline: epochNow() + budgetMs, budgetMs };
+      const request: ReadRequest = { id: this.#nextId, name, args, deadline: epochNow() + budgetMs, budgetMs };
+      // Ids stay within an Int32Array's range: the thread's stop flag holds one.
+      this.#nextId = this.#nextId === 0x7fffffff ? 1 : this.#nextId + 1;
       const onAbort = () => this.#abort(job);
       // Settled, the job lets go of the caller's signal.
       const settle = () => signal?.removeEventListener('abort', onAbort);

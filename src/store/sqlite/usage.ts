@@ -36,7 +36,7 @@ export class UsageReader {
   readonly #dictValues;
 
   /**
-   * `check` runs between the spans of a query's scan (SQL calls it once per span, in the outer loop)
+   * `check` runs between the spans of a query's scan (SQL calls it once per piece of a span, in the outer loop)
    * and throws to stop the statement: better-sqlite3 has no sqlite3_interrupt, and a query over months
    * of rollups can run for seconds after its caller left or its budget ran out.
    */
