@@ -152,7 +152,7 @@ export function directWindows(
 
 const GET = KINDS.GetObject.code;
 /** Kinds whose `bytes` are written bytes (UploadPartCopy counts only when it carries bytes). */
-const WRITES = [KINDS.PutObject.code, KINDS.PostObject.code, KINDS.UploadPart.code, KINDS.UploadPartCopy.code];
+const WRITES: readonly number[] = [KINDS.PutObject.code, KINDS.PostObject.code, KINDS.UploadPart.code, KINDS.UploadPartCopy.code];
 
 /** Column names of an events row (or of a row set shaped like one) in one backend. */
 export interface EventColumns {
@@ -174,6 +174,20 @@ export function measureSql(c: EventColumns): string[] {
     `sum(CASE WHEN ${c.action} = ${GET} AND ${c.billable} THEN coalesce(${c.bytes}, 0) ELSE 0 END)`,
     `sum(CASE WHEN ${c.action} IN (${WRITES.join(', ')}) THEN coalesce(${c.bytes}, 0) ELSE 0 END)`,
   ];
+}
+
+/**
+ * One event's measures added into `sums` (MEASURES order), as measureSql's aggregates count it: the
+ * writer sums a transaction's events with this while it inserts them (SQLite's usage stage).
+ * `billable` is the stored column (null when absent, which counts as billable).
+ */
+export function addMeasures(sums: Float64Array, at: number, action: number, bytes: number | null, billable: number | null): void {
+  sums[at]! += 1;
+  if (bytes === null) return;
+  if (action === GET) {
+    sums[at + 1]! += bytes;
+    if (billable !== 0) sums[at + 2]! += bytes;
+  } else if (WRITES.includes(action)) sums[at + 3]! += bytes;
 }
 
 /** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */

@@ -50,6 +50,9 @@ export const CREATE_STAGE = `CREATE TEMP TABLE IF NOT EXISTS usage_stage (${[...
 
 export const CLEAR_STAGE = 'DELETE FROM temp.usage_stage';
 
+/** One stage row, as the writer sums it (usage-stage.ts): key columns, then measures. */
+export const INSERT_STAGE_ROW = `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].join(', ')}) VALUES (${[...STAGE_KEYS, ...MEASURE_COLUMNS].map(() => '?').join(', ')})`;
+
 /** Sums the events matching `where` into the stage (empty before). */
 export function stageFromEvents(where: string): string {
   const exprs = keySql({ grain: 'hour', dimensions: DIMENSIONS }, EVENT_COLUMNS);

@@ -13,7 +13,8 @@ import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
-import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
+import { CLEAR_STAGE, CREATE_STAGE, INSERT_STAGE_ROW, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
+import { PendingStage } from './usage-stage.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
 import { INVENTORY_MORE } from './protocol.js';
 
@@ -59,6 +60,7 @@ function prepare(db: Connection) {
     setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
     stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?')),
+    stageRow: db.prepare(INSERT_STAGE_ROW),
     rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
     clearStage: db.prepare(CLEAR_STAGE),
     receipts: db.prepare(UPSERT_RECEIPTS),
@@ -87,6 +89,8 @@ class Writer {
    */
   readonly #args = new Array<unknown>(EVENT_COLUMNS.length);
   readonly #event = new PackedEvent();
+  /** The stored events' usage, summed as they are inserted for the fold that follows. */
+  readonly #stage = new PendingStage(EVENT_COLUMNS);
 
   constructor(private readonly data: WriterData) {}
 
@@ -111,7 +115,9 @@ class Writer {
       // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
       const tseqs = new Map<number, number>();
       const receipts = this.data.usage !== false ? new Receipts() : undefined;
-      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts);
+      const stage = receipts !== undefined ? this.#stage : undefined;
+      stage?.begin();
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, stage);
       s.setLastSeq.run(seq);
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       if (receipts !== undefined) {
@@ -122,6 +128,7 @@ class Writer {
         if (seq > first) s.inventoryOutbox.run(first, seq);
       }
       s.commit.run();
+      stage?.committed(first, seq);
       return seqs;
     } catch (err) {
       for (const value of added) this.#dict.delete(value);
@@ -135,7 +142,17 @@ class Writer {
    * Inserts one unit's events, numbered on from `seq`, writing each one's seq into `seqs` (0 for a
    * duplicate), then its quarantine entries and replay marks. Returns the last seq handed out.
    */
-  #insert(s: Statements, unit: PackedUnit, seqs: Float64Array, seq: number, tseqs: Map<number, number>, added: string[], addedKeys: string[], receipts: Receipts | undefined): number {
+  #insert(
+    s: Statements,
+    unit: PackedUnit,
+    seqs: Float64Array,
+    seq: number,
+    tseqs: Map<number, number>,
+    added: string[],
+    addedKeys: string[],
+    receipts: Receipts | undefined,
+    stage: PendingStage | undefined,
+  ): number {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const args = this.#args;
     const event = this.#event;
@@ -158,6 +175,7 @@ class Writer {
       } else if (s.insertOnce.run(...args).changes === 1) {
         seqs[i] = ++seq;
       } // else a duplicate: seqs[i] stays 0
+      if (seqs[i] !== 0) stage?.add(args);
       receipts?.add(event.tenantId, event.receivedAt, seqs[i] === 0 ? DUPLICATE : STORED);
     }
     for (const q of unit.quarantine) {
@@ -230,10 +248,10 @@ class Writer {
     const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
     const cursor = s.usageCursor.get() as number;
     if (cursor >= goal) return null;
-    const to = Math.min(goal, cursor + FOLD_CHUNK_EVENTS);
+    let to: number;
     try {
       s.begin.run();
-      s.stageFold.run(cursor, to);
+      to = this.#stage.stage(cursor, goal, FOLD_CHUNK_EVENTS, s.stageRow, (from, upTo) => s.stageFold.run(from, upTo));
       for (const rollup of s.rollups) rollup.run();
       s.clearStage.run();
       s.setUsageCursor.run(to);
@@ -242,6 +260,7 @@ class Writer {
       this.#reset();
       throw err;
     }
+    this.#stage.folded(to);
     return to < goal ? goal : null;
   }
 
