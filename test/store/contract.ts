@@ -289,6 +289,24 @@ function eventLogContract(name: string, open: () => Promise<OpenedStore>, option
       assert.equal(listed[1]!.receivedAt, T0);
     });
 
+    test('in a long unit, resent eventIds among many others are each reported, the others stored once and listed in arrival order', async (store) => {
+      const { tenantId } = await newTenant(store);
+      const earlier = Array.from({ length: 10 }, (_, i) => `earlier-${i}-${randomUUID()}`);
+      await store.commit(unit(earlier.map((eventId) => at(tenantId, T0, getObject(T0, { eventId, bytes: 1 })))));
+      // Runs of events with ids and without, long and short; resent: one stored by the unit before,
+      // one earlier in this unit, and two together.
+      const fresh = Array.from({ length: 60 }, (_, i) => `fresh-${i}-${randomUUID()}`);
+      const resent = new Map([[3, earlier[2]!], [12, fresh[10]!], [44, earlier[5]!], [45, fresh[41]!]]);
+      const events = fresh.map((id, i) => at(tenantId, T0 + 1, getObject(T0 + i, { eventId: i >= 20 && i < 30 ? undefined : (resent.get(i) ?? id), bytes: 100 + i })));
+      const outcomes = await store.commit(unit(events));
+      assert.deepEqual(outcomes.map((o, i) => o.duplicate || i), fresh.map((_, i) => resent.has(i) || i));
+      const serverIds = ids(outcomes.slice(20, 30));
+      assert.deepEqual([...serverIds].sort(), serverIds, 'server ids increase with arrival');
+      const storedHere = outcomes.flatMap((o, i) => (o.duplicate ? [] : [{ id: o.eventId, bytes: 100 + i }]));
+      const listed = (await store.listEvents(tenantId, { limit: 1000 })).events;
+      assert.deepEqual(listed.map((e) => ({ id: e.eventId, bytes: e.bytes })), [...earlier.map((id) => ({ id, bytes: 1 })), ...storedHere].reverse());
+    });
+
     test('the same eventId in two tenants is two events', async (store) => {
       const a = await newTenant(store);
       const b = await newTenant(store);

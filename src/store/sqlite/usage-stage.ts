@@ -129,16 +129,16 @@ export class PendingStage {
     this.#open.clear();
   }
 
-  /** An event inserted by the open transaction, as the arguments of its insert. */
-  add(args: readonly unknown[]): void {
+  /** An event inserted by the open transaction, as the arguments of its insert from `at`. */
+  add(args: readonly unknown[], at: number): void {
     const open = this.#open;
     // The stage's key: tenant, hour, then each dimension's id (0 for none), as stageFromEvents groups.
     const key = open.key;
-    key[0] = args[this.#tenant] as number;
-    key[1] = Math.trunc((args[this.#timestamp] as number) / 3600);
-    for (let d = 0; d < this.#dims.length; d++) key[2 + d] = (args[this.#dims[d]!] as number | null) ?? 0;
+    key[0] = args[at + this.#tenant] as number;
+    key[1] = Math.trunc((args[at + this.#timestamp] as number) / 3600);
+    for (let d = 0; d < this.#dims.length; d++) key[2 + d] = (args[at + this.#dims[d]!] as number | null) ?? 0;
     const row = open.find();
-    addMeasures(open.sums, row * MEASURE_COUNT, args[this.#action] as number, args[this.#bytes] as number | null, args[this.#billable] as number | null);
+    addMeasures(open.sums, row * MEASURE_COUNT, args[at + this.#action] as number, args[at + this.#bytes] as number | null, args[at + this.#billable] as number | null);
   }
 
   /** The open transaction committed seqs (from, to]. */

@@ -30,7 +30,18 @@ const DICT_CACHE_LIMIT = 200_000;
 const FIXED_COLUMNS = ['seq', 'tseq', 'tenant', 'timestamp', 'received_after', 'action'];
 const EVENT_COLUMNS = [...FIXED_COLUMNS, ...FIELD_COLUMNS];
 
-const INSERT_EVENT = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')})`;
+/**
+ * Events inserted per statement where a unit has that many in a row of one kind (with or without a
+ * client eventId): each statement run costs the writer its call, bindings setup, result object and
+ * reset (measured alone, 21 columns and the events indexes: 3.7 µs per event one row at a time, 2.6
+ * eight at a time, no better sixteen).
+ */
+const INSERT_ROWS = 8;
+
+const insertEvents = (rows: number) =>
+  `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES ${Array.from({ length: rows }, () => `(${EVENT_COLUMNS.map(() => '?').join(', ')})`).join(', ')}`;
+/** A duplicate (tenant, event_id), stored earlier or earlier in the same statement, inserts nothing. */
+const ONCE = ' ON CONFLICT (tenant, event_id) WHERE event_id IS NOT NULL DO NOTHING';
 
 function prepare(db: Connection) {
   db.exec(CREATE_STAGE);
@@ -46,9 +57,12 @@ function prepare(db: Connection) {
     dictFind: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
     dictAdd: db.prepare('INSERT INTO dict (value) VALUES (?)'),
     objectKeys: prepareObjectKeys(db),
-    insert: db.prepare(INSERT_EVENT),
-    // A duplicate (tenant, event_id), stored earlier or earlier in this unit, inserts nothing.
-    insertOnce: db.prepare(`${INSERT_EVENT} ON CONFLICT (tenant, event_id) WHERE event_id IS NOT NULL DO NOTHING`),
+    insert: db.prepare(insertEvents(1)),
+    insertOnce: db.prepare(insertEvents(1) + ONCE),
+    insertRows: db.prepare(insertEvents(INSERT_ROWS)),
+    insertRowsOnce: db.prepare(insertEvents(INSERT_ROWS) + ONCE),
+    // Takes back a multi-row insert that met a duplicate, so that its events go in one at a time.
+    deleteSeqs: db.prepare('DELETE FROM events WHERE seq > ? AND seq <= ?'),
     quarantineAdd: db.prepare(
       `INSERT INTO quarantine (tenant, received_at, code, errors, source, batch_index, body, truncated)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -88,6 +102,8 @@ class Writer {
    * more per 21-column insert).
    */
   readonly #args = new Array<unknown>(EVENT_COLUMNS.length);
+  /** The same for INSERT_ROWS events, one after the other. */
+  readonly #rows = new Array<unknown>(EVENT_COLUMNS.length * INSERT_ROWS);
   readonly #event = new PackedEvent();
   /** The stored events' usage, summed as they are inserted for the fold that follows. */
   readonly #stage = new PendingStage(EVENT_COLUMNS);
@@ -154,29 +170,60 @@ class Writer {
     stage: PendingStage | undefined,
   ): number {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
-    const args = this.#args;
     const event = this.#event;
     const objectKeyId = (key: string) => this.#objectKeys!.id(s.objectKeys, key, addedKeys);
-    for (let i = 0; i < unit.count; i++) {
+    const withId = (i: number) => event.at(unit, i).text('eventId') !== null;
+    /** Event i's columns into `args` from `at`; its seq `seq`. */
+    const fill = (i: number, args: unknown[], at: number, seq: number, hasEventId: boolean) => {
       event.at(unit, i);
       const timestamp = event.timestamp;
-      const hasEventId = event.text('eventId') !== null;
-      args[0] = seq + 1;
-      args[1] = hasEventId ? null : this.#nextTenantSeq(s, tseqs, event.tenantId);
-      args[2] = event.tenantId;
-      args[3] = timestamp;
-      args[4] = event.receivedAt - timestamp;
-      args[5] = event.actionCode;
-      event.writeColumns(args, FIXED_COLUMNS.length, dictIds, objectKeyId);
+      args[at] = seq;
+      args[at + 1] = hasEventId ? null : this.#nextTenantSeq(s, tseqs, event.tenantId);
+      args[at + 2] = event.tenantId;
+      args[at + 3] = timestamp;
+      args[at + 4] = event.receivedAt - timestamp;
+      args[at + 5] = event.actionCode;
+      event.writeColumns(args, at + FIXED_COLUMNS.length, dictIds, objectKeyId);
+    };
+    /** Stored (`id`: its seq or tseq) or a duplicate (0): its outcome counted. */
+    const stored = (i: number, id: number, args: unknown[], at: number) => {
+      seqs[i] = id;
+      if (id !== 0) stage?.add(args, at);
+      event.at(unit, i);
+      receipts?.add(event.tenantId, event.receivedAt, id === 0 ? DUPLICATE : STORED);
+    };
+    const one = (i: number) => {
+      const args = this.#args;
+      const hasEventId = withId(i);
+      fill(i, args, 0, seq + 1, hasEventId);
       if (!hasEventId) {
         s.insert.run(...args);
         ++seq;
-        seqs[i] = args[1] as number;
-      } else if (s.insertOnce.run(...args).changes === 1) {
-        seqs[i] = ++seq;
-      } // else a duplicate: seqs[i] stays 0
-      if (seqs[i] !== 0) stage?.add(args);
-      receipts?.add(event.tenantId, event.receivedAt, seqs[i] === 0 ? DUPLICATE : STORED);
+        stored(i, args[1] as number, args, 0);
+      } else stored(i, s.insertOnce.run(...args).changes === 1 ? ++seq : 0, args, 0);
+    };
+    const n = EVENT_COLUMNS.length;
+    let i = 0;
+    while (i < unit.count) {
+      const hasEventId = withId(i);
+      let run = 1;
+      while (run < INSERT_ROWS && i + run < unit.count && withId(i + run) === hasEventId) run++;
+      if (run < INSERT_ROWS) {
+        for (const end = i + run; i < end; i++) one(i);
+        continue;
+      }
+      const rows = this.#rows;
+      for (let k = 0; k < INSERT_ROWS; k++) fill(i + k, rows, k * n, seq + 1 + k, hasEventId);
+      if (!hasEventId) s.insertRows.run(...rows);
+      else if (s.insertRowsOnce.run(...rows).changes !== INSERT_ROWS) {
+        // A duplicate among them (a resent event): which one, and dense seqs, one at a time.
+        s.deleteSeqs.run(seq, seq + INSERT_ROWS);
+        for (const end = i + INSERT_ROWS; i < end; i++) one(i);
+        continue;
+      }
+      for (let k = 0; k < INSERT_ROWS; k++) stored(i + k, hasEventId ? seq + 1 + k : (rows[k * n + 1] as number), rows, k * n);
+      seq += INSERT_ROWS;
+      i += INSERT_ROWS;
     }
     for (const q of unit.quarantine) {
       receipts?.add(q.tenantId, q.receivedAt, REJECTED);
