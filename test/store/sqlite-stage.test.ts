@@ -1,7 +1,8 @@
 /**
  * SQLite's writer sums each transaction's usage while it inserts the events, and a fold stages those
  * sums instead of reading the events again (usage-stage.ts); where it kept none (events stored before
- * a restart, a transaction whose sums pass 2^53) the fold reads the events. Whichever way each chunk
+ * a restart, a transaction whose sums pass 2^53, one whose events hardly share rows) the fold reads
+ * the events. Whichever way each chunk
  * went, every rollup row must be what a rebuild from the events gives. Real SQLite file, real writer
  * thread, every kind of event, duplicates, two tenants, several hours and days.
  */
@@ -21,17 +22,25 @@ const T = Date.UTC(2026, 2, 1) / 1000;
 const HOURS = 3 * 24;
 const KIND_NAMES = Object.keys(KINDS) as ActionName[];
 
-/** Unit `u` of `n` events: every kind, GetObjects with and without bytes and billable egress, some without eventId, some resent. */
-function unitEvents(u: number, n: number): NormalizedEvent[] {
+/**
+ * Unit `u` of `n` events, some without eventId, some resent: GetObjects with and without bytes and
+ * billable egress, and other kinds. Over two hours of a few customers and kinds, so that events
+ * share stage rows (the writer keeps sums only then); `spread`: every kind over three days, about
+ * one row per event.
+ */
+function unitEvents(u: number, n: number, spread = false): NormalizedEvent[] {
   return Array.from({ length: n }, (_, i) => {
-    const ts = T + ((u * 7919 + i * 613) % (HOURS * 3600));
+    const ts = spread ? T + ((u * 7919 + i * 613) % (HOURS * 3600)) : T + u * 5 * 3600 + ((i * 613) % 7200);
     // Resent: the eventIds of the previous unit's first events, and of this unit's own first ones.
     const eventId = i % 5 === 0 ? undefined : i % 11 === 0 ? `e${u - 1}-${i % 40}` : i % 17 === 0 ? `e${u}-1` : `e${u}-${i}`;
     if (i % 3 === 0) {
       const customerId = i % 4 === 0 ? undefined : `c${i % 3}`;
       return getObject(ts, { bytes: i % 8 === 0 ? undefined : i * 1000, isBillableEgress: i % 2 === 0, customerId, clientId: `d${i % 5}`, eventId });
     }
-    return fullEvent(KIND_NAMES[(u + i) % KIND_NAMES.length]!, ts, eventId);
+    const event = fullEvent(KIND_NAMES[(u + i) % (spread ? KIND_NAMES.length : 6)]!, ts, eventId) as NormalizedEvent & { bytes?: number };
+    // fullEvent's bytes are the largest safe integer: two in one row would pass 2^53 (that case is the huge unit's).
+    if (event.bytes !== undefined) event.bytes = 1000 + i;
+    return event;
   }) as NormalizedEvent[];
 }
 
@@ -70,7 +79,8 @@ describe('sqlite usage fold from the sums the writer kept', () => {
         // Sums past 2^53 in one stage row: this transaction's are not kept, its events are read.
         const huge = getObject(T + 60, { bytes: Number.MAX_SAFE_INTEGER, eventId: 'huge-1' });
         await commit(store, a, [huge, { ...huge, eventId: 'huge-2' }, ...unitEvents(5, 100)]);
-        await commit(store, b, unitEvents(6, 2000));
+        // Hardly a shared row: the writer stops summing this one, its events are read.
+        await commit(store, b, unitEvents(6, 2000, true));
         await commit(store, a, unitEvents(7, 300));
         await store.usage.catchUp();
         const folded = rollups(path);
