@@ -571,7 +571,7 @@ for (const backend of ['sqlite']) {
       await page.close();
     });
 
-    it("a panel answered 503 shows the server's own explanation (its problem's title and detail), not a refusal", async () => {
+    it("a panel answered 503 shows the server's own explanation (its problem's title and detail), not a refusal; one out of time offers Retry", async () => {
       assert.ok(features.costs, 'this server offers /v1/costs');
       const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/(costs|usage)\?|status of 503/ });
       await ready(page);
@@ -590,8 +590,16 @@ for (const backend of ['sqlite']) {
       await page.click('nav a[data-view="overview"]');
       await ready(page);
       assert.equal(await page.textContent('[data-slot="cost-chart"]'), `Too many quantities to price: ${answers['/v1/costs'].detail}`);
-      assert.equal(await page.textContent('[data-slot="usage-chart"]'), `Query took too long: ${answers['/v1/usage'].detail}`);
+      // Out of time on a busy server: asking again may succeed, so Retry is offered; a cost too large would not.
+      assert.equal(await page.textContent('[data-slot="usage-chart"]'), `Query took too long: ${answers['/v1/usage'].detail} Retry`);
       assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 2);
+      assert.equal(await page.$$eval('[data-slot="cost-chart"] button.retry', (els) => els.length), 0);
+      // The server answers again: Retry draws the chart.
+      await page.unroute(chart);
+      await page.click('[data-slot="usage-chart"] button.retry');
+      await page.waitForSelector('[data-slot="usage-chart"] canvas', { timeout: 20_000 });
+      await ready(page);
+      assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 0);
       const total = (await api('/v1/usage?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z')).rows[0];
       assert.equal(await card(page, 'requests'), format(total.requests));
       await finish({ page, problems });

@@ -1,6 +1,6 @@
 // Building the page: elements with text only (never HTML from data), tables with a CSV download,
 // notices.
-import { failureMessage, Unreachable } from './api.js';
+import { ApiError, failureMessage, Unreachable } from './api.js';
 import { csv } from './format.js';
 
 /** An element; `attrs` with on* functions as listeners; children are nodes or text. */
@@ -23,10 +23,14 @@ export function notice(text, kind = '') {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
 }
 
-/** A failed read's notice; with a Retry button (`retry` called) when the server gave no answer. */
+/**
+ * A failed read's notice; with a Retry button (`retry` called) when asking again may succeed: no
+ * answer came, or the read ran out of time on a busy server (a cost too large to price would not).
+ */
 export function failure(error, retry) {
   const shown = notice(failureMessage(error), 'error');
-  if (error instanceof Unreachable) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
+  const again = error instanceof Unreachable || (error instanceof ApiError && error.code === 'BM_ERR_QUERY_TIMEOUT');
+  if (again) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
   return shown;
 }
 
