@@ -135,6 +135,8 @@ interface Budget {
   left: number;
   readonly limit: number;
   readonly cancelled: Cancelled;
+  /** Set while a month's requests and egress are counted: a refusal then is one of usage rows alone. */
+  countingUsage: boolean;
 }
 
 /** Between a request's reads and pricing steps: one whose caller left stops there. */
@@ -158,10 +160,13 @@ export class CostService {
   readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
   /**
    * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
-   * refused at: refused again at once while it is unchanged. A dashboard asks several costs of the
-   * same range per visit, and each refusal read the month's usage first (seconds at 10M events).
+   * refused at: refused again at once while it is unchanged, or, where its usage rows alone passed
+   * the bound, at any later version: events are only ever added, and an event adds to a key × hour
+   * row or adds one, so those rows never become fewer (the month still taking events, as the
+   * current one does, is refused at once too). A dashboard asks several costs of the same range per
+   * visit, and each refusal read the month's usage first (seconds at 10M events).
    */
-  readonly #refused = new Map<string, bigint>();
+  readonly #refused = new Map<string, { version: bigint; grows: boolean }>();
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
@@ -169,7 +174,7 @@ export class CostService {
 
   #budget(cancelled: Cancelled = () => false): Budget {
     const limit = this.deps.maxKeyHours ?? MAX_KEY_HOURS;
-    return { left: limit, limit, cancelled };
+    return { left: limit, limit, cancelled, countingUsage: false };
   }
 
   /**
@@ -247,24 +252,32 @@ export class CostService {
     const version = await this.#version(tenantId, end);
     const kept = this.#kept.get(tenantId, id, version);
     if (kept !== undefined) return kept;
-    if (this.#refused.get(id) === version) throw tooLarge(budget, month);
+    const refused = this.#refused.get(id);
+    if (refused !== undefined && (refused.version === version || (refused.grows && version > refused.version))) throw tooLarge(budget, month);
     const whole = budget.left === budget.limit;
     let accounts: PricedAccount[];
     try {
       accounts = await this.#price(tenantId, month, complete, providers, budget);
     } catch (err) {
-      // Past the bound with all of it: so is every request of this month, until an event of it comes.
-      if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE' && (await this.#version(tenantId, end)) === version) this.#refuse(id, version);
+      const grows = budget.countingUsage;
+      budget.countingUsage = false;
+      if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE') {
+        // Past the bound with all of it. Usage rows counted at versions up to `after`: at it and later
+        // there are at least as many. Anything else (stored bytes' runs) holds at an unchanged version only.
+        const after = await this.#version(tenantId, end);
+        if (grows) this.#refuse(id, { version: after, grows });
+        else if (after === version) this.#refuse(id, { version, grows });
+      }
       throw err;
     }
     if ((await this.#version(tenantId, end)) === version) this.#kept.set(tenantId, id, version, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
     return accounts;
   }
 
-  #refuse(id: string, version: bigint): void {
+  #refuse(id: string, refusal: { version: bigint; grows: boolean }): void {
     this.#refused.delete(id);
     if (this.#refused.size >= KEPT_REFUSALS) this.#refused.delete(this.#refused.keys().next().value!);
-    this.#refused.set(id, version);
+    this.#refused.set(id, refusal);
   }
 
   /**
@@ -305,6 +318,7 @@ export class CostService {
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
+    budget.countingUsage = true;
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
       // Windows numbered from 0 in each read: so its hours are one run of units, read row for row (directWindows).
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
@@ -325,6 +339,7 @@ export class CostService {
       }
     }
 
+    budget.countingUsage = false;
     await this.#addStorage(tenantId, start, end, accountOf, budget, month);
 
     const out: PricedAccount[] = [];

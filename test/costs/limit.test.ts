@@ -2,13 +2,14 @@
  * The per-request bound on what cost prices (BM_ERR_COST_TOO_LARGE, 503): past it the request is
  * refused with the bound in its message, a provider filter prices only that provider's account
  * (so it fits), and under the bound both answers agree with the unbounded one. A month past it is
- * refused after its first day past it, and at once while it has not changed. A real SQLite store.
+ * refused after its first day past it, and at once after (its usage rows only grow). A real SQLite store.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CostService } from '../../src/costs/service.js';
 import { BmError } from '../../src/errors.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { loadPricing } from '../../src/pricing/setup.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { SqliteStore } from '../../src/store/sqlite/index.js';
@@ -93,7 +94,7 @@ describe('cost: the bound on key × hour quantities per request', () => {
       assert.equal(fineReads, 31, 'priced whole: a read per day of the month');
     });
 
-    it('is refused again at once while nothing of it changes, and read again once an event of it comes', async () => {
+    it('is refused again at once, whatever events of it come later (its usage rows alone passed the bound, and they never become fewer)', async () => {
       const costs = counted(2);
       await assert.rejects(costs.fineRows(spread, request()), refused);
       fineReads = 0;
@@ -102,11 +103,32 @@ describe('cost: the bound on key × hour quantities per request', () => {
       // A provider filter is another question: read.
       await assert.rejects(costs.fineRows(spread, request('aws')), refused);
       assert.equal(fineReads, 3);
-      // A late event of the month: read again (and refused again, it is larger still).
+      // A late event of the month (a new key × hour): refused at once still, as the month still taking events is.
       await store.commit({ events: [{ tenantId: spread, receivedAt: MONTH_START + 41 * 24 * HOUR, event: getObject(MONTH_START + 20 * 24 * HOUR, { provider: 'aws', bucket: 'media', customerId: 'c2', bytes: 1 }) }], quarantine: [] });
       fineReads = 0;
       await assert.rejects(costs.fineRows(spread, request()), refused);
+      assert.equal(fineReads, 0);
+      // A service that remembers nothing reads it, and refuses it too: the memory gave the same answer.
+      await assert.rejects(counted(2).fineRows(spread, request()), refused);
       assert.equal(fineReads, 3);
+    });
+
+    it('refused for its stored objects (not its usage rows), is refused at once only while it has not changed', async () => {
+      const { tenantId: stored } = await newTenant(store);
+      // Four key × hours of requests fit the bound of 5; the stored bytes' rows and runs of the four keys do not.
+      const puts = Array.from({ length: 4 }, (_, i) => ({ action: 'PutObject', timestamp: MONTH_START + 5 + i, provider: 'aws', bucket: 'media', objectKey: `o${i}`, bytes: 100, customerId: `c${i}` }) as NormalizedEvent);
+      await store.commit({ events: puts.map((event) => ({ tenantId: stored, receivedAt: MONTH_START + 40 * 24 * HOUR, event })), quarantine: [] });
+      const costs = counted(5);
+      fineReads = 0;
+      await assert.rejects(costs.fineRows(stored, request()), refused);
+      assert.equal(fineReads, 31, 'its usage was read whole: the refusal came after');
+      fineReads = 0;
+      await assert.rejects(costs.fineRows(stored, request()), refused);
+      assert.equal(fineReads, 0, 'unchanged: refused from memory');
+      // An event of the month: stored objects are not only ever more (a delete ends one), so it is read again.
+      await store.commit({ events: [{ tenantId: stored, receivedAt: MONTH_START + 41 * 24 * HOUR, event: getObject(MONTH_START + 3 * 24 * HOUR, { provider: 'aws', bucket: 'media', customerId: 'c0', bytes: 1 }) }], quarantine: [] });
+      await assert.rejects(costs.fineRows(stored, request()), refused);
+      assert.equal(fineReads, 31);
     });
 
     it('is not remembered when it was refused only because an earlier month of the request used part of the bound', async () => {
