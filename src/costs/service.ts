@@ -135,8 +135,6 @@ interface Budget {
   left: number;
   readonly limit: number;
   readonly cancelled: Cancelled;
-  /** Set while a month's requests and egress are counted: a refusal then is one of usage rows alone. */
-  countingUsage: boolean;
 }
 
 /** Between a request's reads and pricing steps: one whose caller left stops there. */
@@ -144,13 +142,21 @@ function checkpoint(budget: Budget): void {
   if (budget.cancelled()) throw new ReadAbortedError('the cost request was abandoned: its caller left');
 }
 
-const tooLarge = (budget: Budget, month: string) =>
-  new BmError('BM_ERR_COST_TOO_LARGE', `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`);
+const tooLargeDetail = (budget: Budget, month: string) =>
+  `Pricing ${month} needs more than the ${budget.limit.toLocaleString('en')} attribution key × hour quantities a request may price; a provider filter narrows it.`;
+const tooLarge = (budget: Budget, month: string) => new BmError('BM_ERR_COST_TOO_LARGE', tooLargeDetail(budget, month));
 
-function spend(budget: Budget, keyHours: number, month: string): void {
+/** The same refusal, thrown while a month's requests and egress are counted: one of usage rows alone. */
+class UsageTooLarge extends BmError {
+  constructor(budget: Budget, month: string) {
+    super('BM_ERR_COST_TOO_LARGE', tooLargeDetail(budget, month));
+  }
+}
+
+function spend(budget: Budget, keyHours: number, month: string, refusal: (budget: Budget, month: string) => BmError = tooLarge): void {
   checkpoint(budget);
   budget.left -= keyHours;
-  if (budget.left < 0) throw tooLarge(budget, month);
+  if (budget.left < 0) throw refusal(budget, month);
 }
 
 export class CostService {
@@ -174,7 +180,7 @@ export class CostService {
 
   #budget(cancelled: Cancelled = () => false): Budget {
     const limit = this.deps.maxKeyHours ?? MAX_KEY_HOURS;
-    return { left: limit, limit, cancelled, countingUsage: false };
+    return { left: limit, limit, cancelled };
   }
 
   /**
@@ -259,8 +265,7 @@ export class CostService {
     try {
       accounts = await this.#price(tenantId, month, complete, providers, budget);
     } catch (err) {
-      const grows = budget.countingUsage;
-      budget.countingUsage = false;
+      const grows = err instanceof UsageTooLarge;
       if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE') {
         // Past the bound with all of it. Usage rows counted at versions up to `after`: at it and later
         // there are at least as many. Anything else (stored bytes' runs) holds at an unchanged version only.
@@ -318,14 +323,13 @@ export class CostService {
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
-    budget.countingUsage = true;
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
       // Windows numbered from 0 in each read: so its hours are one run of units, read row for row (directWindows).
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
       checkpoint(budget);
       const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
       // Counted before its rows are made objects: a day past the bound is not.
-      spend(budget, usage.length, month);
+      spend(budget, usage.length, month, (b, m) => new UsageTooLarge(b, m));
       for (const row of columnRows(usage)) {
         const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
         const a = accountOf(provider ?? '', bucket);
@@ -339,7 +343,6 @@ export class CostService {
       }
     }
 
-    budget.countingUsage = false;
     await this.#addStorage(tenantId, start, end, accountOf, budget, month);
 
     const out: PricedAccount[] = [];
