@@ -54,21 +54,27 @@ describe('/metrics', () => {
       const key = server.bootstrapKey!;
       const other = await createKey('other', ['--data-dir', dataDir]);
       // Load, with scrapes while it runs: each must answer, and the accepted count never goes back.
-      const until = sleep(2500);
+      // The load runs for 2.5 s and until five scrapes have answered, however busy the machine.
+      let fifth!: () => void;
+      const fiveScraped = new Promise<void>((resolve) => (fifth = resolve));
+      const until = Promise.race([Promise.all([sleep(2500), fiveScraped]), sleep(60_000)]).then(() => undefined);
+      const seen: number[] = [];
       const scrapes = (async () => {
-        let last = 0;
-        let count = 0;
-        for (let done = false; !done; count++) {
-          void until.then(() => (done = true));
+        let done = false;
+        void until.then(() => (done = true));
+        while (!done) {
           const accepted = total(await scrape(server.url), 'bucketmeter_events_total', { outcome: 'accepted' });
-          assert.ok(accepted >= last, `accepted went from ${last} to ${accepted}`);
-          last = accepted;
+          assert.ok(accepted >= (seen.at(-1) ?? 0), `accepted went from ${seen.at(-1)} to ${accepted}`);
+          seen.push(accepted);
+          if (seen.length === 5) fifth();
           await sleep(100);
         }
-        return count;
       })();
       const load = await runLoad({ url: server.url, key, connections: 8, batchEvery: 4, batchSize: 50, prefix: 'm', until });
-      assert.ok((await scrapes) >= 5, 'scraped during the load');
+      await scrapes;
+      assert.ok(seen.length >= 5, `scraped ${seen.length} times during the load`);
+      const during = seen.filter((n) => n > 0 && n < load.acknowledged.size);
+      assert.ok(during.length > 0, `no scrape saw the load in progress: ${seen.join(', ')} of ${load.acknowledged.size}`);
       assert.ok(load.acknowledged.size > 500, `only ${load.acknowledged.size} events acknowledged`);
 
       // Known extras: duplicates, rejected events (one a kind that does not exist), another tenant.
