@@ -183,7 +183,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   telemetryMetrics(metrics.registry, () => telemetry.counters());
   // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
   loadPricing(config);
-  const usage = new UsageService(store.usage, store.inventory);
+  const usage = new UsageService(store.usage, store.inventory, { rows: config.usageKeptRows });
   const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans });
   const app = await buildHttpServer({
     logger,

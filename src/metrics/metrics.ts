@@ -97,11 +97,9 @@ export function createMetrics(sources: MetricsSources): Metrics {
     const { abandonedWaiting, abandonedRunning } = sources.readCounts();
     return { waiting: abandonedWaiting, running: abandonedRunning };
   });
-  readGauge('bucketmeter_usage_kept_rows', 'Rows of /v1/usage answers kept for their next pages.', () => sources.usagePages().keptRows);
-  countedCounter('bucketmeter_usage_next_pages_total', 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.', 'source', () => {
-    const { fromKept, computed } = sources.usagePages();
-    return { kept: fromKept, computed };
-  });
+  readGauge('bucketmeter_usage_kept_rows', 'Weight of the /v1/usage answers kept for reuse, in rows (an answer: its rows, its windows and 64 for itself).', () => sources.usagePages().keptRows);
+  countedCounter('bucketmeter_usage_first_pages_total', 'Pages of /v1/usage asked without a cursor: source kept, from an answer kept at an unchanged event count; computed, the answer computed.', 'source', () => sources.usagePages().first);
+  countedCounter('bucketmeter_usage_next_pages_total', 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.', 'source', () => sources.usagePages().next);
   return {
     registry,
     events: new Counter({

@@ -193,12 +193,23 @@ export async function eventsBefore(usage: Pick<UsageStore, 'query'>, tenantId: n
   return n;
 }
 
-/** Rows of computed answers a process keeps for their next pages (each row ~50 bytes as columns). */
+/** Rows of computed answers a process keeps for reuse (each row ~50 bytes as columns). */
 export const KEPT_ROWS = 1_000_000;
 /** The share of them one tenant may hold: it cannot push the others' answers out past half. */
 const KEPT_SHARE = 0.5;
-/** A client reads its pages one after another; one that comes back later has its page computed. */
+/**
+ * How long an answer is kept after it was computed, used or not. Reuse is exact while the version
+ * holds; this bounds the memory of answers nobody asks for again, and how long a rollup rebuilt in
+ * place by another process (`usage rebuild` fixing wrong rollups: same events, other sums) can go
+ * unseen here.
+ */
 const KEPT_MS = 5 * 60_000;
+/**
+ * What an answer weighs besides its rows, in rows of ~50 bytes: its objects, the headers of its
+ * typed arrays, its key (64 rows, 3.2 KB; an empty answer measured 2.2–2.7 KB of heap). Its window
+ * boundaries count a row each: an hourly answer of a year has 8,760 of them however few rows it has.
+ */
+const ANSWER_ROWS = 64;
 
 /** A whole answer: its rows in answer order, as sortedRows gives them. */
 interface Answer {
@@ -208,24 +219,30 @@ interface Answer {
   shapes: string[];
 }
 
-/** Continuation pages (those with a cursor): served from a kept answer, or computed. */
+/** What an answer counts for against the kept rows. */
+const answerWeight = (answer: Answer): number => answer.columns.length + answer.bounds.length + ANSWER_ROWS;
+
+/** Pages of /v1/usage by where they came from: first pages (no cursor), next pages (with one). */
 export interface UsagePageCounts {
   keptRows: number;
-  fromKept: number;
-  computed: number;
+  first: { kept: number; computed: number };
+  next: { kept: number; computed: number };
 }
 
 export class UsageService {
   /**
-   * Answers of several pages, kept for their next pages, so that those are a slice, not a
-   * recomputation (issue 13). Each is kept with the tenant's event count (eventsBefore) and reused
-   * only while it is unchanged: a page from it is exactly the page computing again would give. It
-   * is found by tenant and query, not by anything in the cursor: another process, an evicted
-   * answer or another tenant's cursor computes the page as before.
+   * Computed answers, kept so that asking again (the first page of the same query, as a dashboard
+   * and scripts do over a range that no longer changes) and the next pages are a slice, not a
+   * recomputation (issue 13). Each is kept with the tenant's event count (eventsBefore), read before
+   * the answer and again after it (unchanged), and reused only while the count is unchanged: a page
+   * from it is exactly the page computing again would give. It is found by tenant and query, not by
+   * anything in the cursor: another process, an evicted answer or another tenant's cursor computes
+   * the page as before.
    */
   readonly #kept: KeptAnswers<Answer>;
-  readonly #counts = { fromKept: 0, computed: 0 };
+  readonly #counts = { first: { kept: 0, computed: 0 }, next: { kept: 0, computed: 0 } };
 
+  /** `kept.rows`: 0 keeps nothing (every page computed). */
   constructor(
     private readonly usage: UsageStore,
     private readonly inventory: InventoryStore,
@@ -236,7 +253,7 @@ export class UsageService {
 
   /** For /metrics. */
   pageCounts(): UsagePageCounts {
-    return { keptRows: this.#kept.rows, ...this.#counts };
+    return { keptRows: this.#kept.rows, first: { ...this.#counts.first }, next: { ...this.#counts.next } };
   }
 
   /** `signal`: the caller left; its reads are not run (README, "Reads whose client left"). */
@@ -250,10 +267,13 @@ export class UsageService {
     const toDay = Math.ceil(request.to / 86400);
     // Read before the answer: an answer kept under this count was computed from exactly its events.
     const version = await eventsBefore(this.usage, tenantId, toDay, signal);
-    let answer = after === undefined ? undefined : this.#kept.get(tenantId, id, version);
-    if (after !== undefined) this.#counts[answer === undefined ? 'computed' : 'fromKept']++;
-    const computed = answer === undefined;
-    answer ??= await this.#answer(tenantId, request, bounds, signal);
+    let answer = this.#kept.get(tenantId, id, version);
+    this.#counts[after === undefined ? 'first' : 'next'][answer === undefined ? 'computed' : 'kept']++;
+    if (answer === undefined) {
+      answer = await this.#answer(tenantId, request, bounds, signal);
+      // Kept only if no event it depends on came in while it was computed (the count only grows).
+      if ((await eventsBefore(this.usage, tenantId, toDay, signal)) === version) this.#kept.set(tenantId, id, version, answer, answerWeight(answer));
+    }
     const { columns, sorted } = answer;
     let first = 0;
     if (after !== undefined) {
@@ -274,9 +294,6 @@ export class UsageService {
     if (more) {
       const last = order[order.length - 1]!;
       nextCursor = encodeCursor({ start: bounds[columns.window[last]!]! * 3600, values: columns.values.map((v, g) => columns.labels[g]![v[last]!]!) });
-      if (computed && (await eventsBefore(this.usage, tenantId, toDay, signal)) === version) this.#kept.set(tenantId, id, version, answer, columns.length);
-    } else if (!computed) {
-      this.#kept.delete(id);
     }
     return { bounds, columns, order, nextCursor, shapes: answer.shapes };
   }

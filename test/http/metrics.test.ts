@@ -131,11 +131,35 @@ describe('/metrics', () => {
       assert.equal(total(afterRead, 'bucketmeter_usage_pending_events'), 0);
       assert.equal(total(afterRead, 'bucketmeter_usage_lag_seconds'), 0);
 
+      // Asked again with no new event: the first page comes from the answer the first read kept.
+      const askedAgain = await request(`${server.url}/v1/usage?from=${from}&to=${to}&storage=true`, { key });
+      assert.equal(askedAgain.text, usage.text);
+      const pages = await scrape(server.url);
+      assert.equal(total(pages, 'bucketmeter_usage_first_pages_total', { source: 'computed' }), 1);
+      assert.equal(total(pages, 'bucketmeter_usage_first_pages_total', { source: 'kept' }), 1);
+      assert.equal(total(pages, 'bucketmeter_usage_next_pages_total'), 0);
+      // Its rows, its two window boundaries, 64 for the answer itself.
+      assert.equal(total(pages, 'bucketmeter_usage_kept_rows'), (usage.json.rows as unknown[]).length + 2 + 64);
+
       const withQuery = await request(`${server.url}/metrics?name=x`);
       assert.equal(withQuery.json.code, 'BM_ERR_QUERY_INVALID', 'no parameter is silently ignored here either');
       const unknown = await request(`${server.url}/nowhere`);
       assert.equal(unknown.status, 404);
       assert.equal(total(await scrape(server.url), 'bucketmeter_http_requests_total', { route: 'unmatched', status: '404' }), 1, 'unknown paths share one label');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('--usage-kept-rows 0 keeps no /v1/usage answer: a first page asked again is computed again', async () => {
+    const server = await startServer({ dataDir: tempDir(), args: ['--usage-kept-rows', '0'] });
+    try {
+      const url = `${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`;
+      for (let i = 0; i < 2; i++) assert.equal((await request(url, { key: server.bootstrapKey! })).status, 200);
+      const samples = await scrape(server.url);
+      assert.equal(total(samples, 'bucketmeter_usage_first_pages_total', { source: 'computed' }), 2);
+      assert.equal(total(samples, 'bucketmeter_usage_first_pages_total', { source: 'kept' }), 0);
+      assert.equal(total(samples, 'bucketmeter_usage_kept_rows'), 0);
     } finally {
       await server.stop();
     }
