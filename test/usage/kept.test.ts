@@ -3,9 +3,10 @@
  * stores: every page from a kept answer is the page computing afresh gives, and a page from it reads
  * no answer from the store (only the tenant's event count); a first page asked again, of one page or
  * several, is served from it; an event the answer depends on (late in the range, or before it) has
- * it computed again; an answer evicted, expired, too heavy, kept by another process, or computed for
- * a client that left is computed again; another tenant never gets it (nor its cursor); one tenant
- * cannot push another's answers out.
+ * it computed again, on every node (each keeps its own; the count is read from the store); an answer
+ * evicted, expired, too heavy, kept by another process, or computed for a client that left is
+ * computed again; another tenant never gets it (nor its cursor); one tenant cannot push another's
+ * answers out.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -246,6 +247,22 @@ for (const backend of BACKENDS) {
       await kept.query(tenantA, q);
       assert.equal(reads.answers, 6, 'kept across an event after the last day');
       assert.deepEqual(kept.pageCounts().first, { kept: 4, computed: 3 });
+    });
+
+    it('two nodes on one store, each keeping its own answers, never disagree: a new event has both compute again', async () => {
+      const q: UsageRequest = { ...QUERIES[2]!, format: 'json', limit: MAX_ROWS };
+      const reads = [
+        { versions: 0, answers: 0 },
+        { versions: 0, answers: 0 },
+      ];
+      const nodes = reads.map((r) => service(r));
+      for (let i = 0; i < 2; i++) for (const node of nodes) await node.query(tenantA, q);
+      assert.deepEqual(reads.map((r) => r.answers), [1, 1], 'each computed once, then from its own kept answer');
+      await commit(tenantA, [{ action: 'HeadBucket', timestamp: FROM + 3600, provider: 'aws', bucket: 'b0', featureId: 'f1' } as NormalizedEvent]);
+      const [one, two] = await Promise.all(nodes.map(async (node) => rowsOf(await node.query(tenantA, q))));
+      assert.deepEqual(reads.map((r) => r.answers), [2, 2], 'the count read from the store is new to both');
+      assert.deepEqual(one, two);
+      assert.deepEqual(one, rowsOf(await service({ versions: 0, answers: 0 }, { rows: 0 }).query(tenantA, q)));
     });
 
     it("another tenant never gets a tenant's kept answer", async () => {
