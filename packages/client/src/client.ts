@@ -5,6 +5,7 @@
  */
 import { EventQueue } from './sender/queue.js';
 import type { Batch } from './sender/queue.js';
+import type { BatchBody } from './sender/batch-body.js';
 import { Transport } from './sender/transport.js';
 import type { HttpReply } from './sender/transport.js';
 import { isRetryable, retryDelayMs } from './sender/backoff.js';
@@ -225,7 +226,7 @@ export class BucketmeterClient {
   /** Sends one batch until the server has answered for every event in it, or sending must stop. */
   private async deliver(batch: Batch): Promise<void> {
     try {
-      const finished = await this.sendLines(batch.lines!);
+      const finished = await this.sendLines(batch.body!);
       if (finished) this.queue.done(batch);
       else this.queue.putBack(batch);
     } catch (error) {
@@ -237,13 +238,13 @@ export class BucketmeterClient {
   }
 
   /** True once every line is answered for (stored, duplicate or rejected); false when sending stopped. */
-  private async sendLines(lines: string[]): Promise<boolean> {
+  private async sendLines(lines: BatchBody): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
       if (this.blocked !== undefined || this.stopping) return false;
       let reply: HttpReply | undefined;
       let failure: string;
       try {
-        reply = await this.transport!.postBatch(lines);
+        reply = await this.transport!.postBatch(lines.json);
         failure = `HTTP ${reply.status}`;
       } catch (error) {
         failure = (error as Error).message;
@@ -261,53 +262,53 @@ export class BucketmeterClient {
         return false;
       }
       if (reply !== undefined && !isRetryable(reply.status)) {
-        this.counts.rejected += lines.length;
-        this.report({ kind: 'permanent', message: `bucketmeter: batch refused with HTTP ${reply.status}: ${reply.body.slice(0, 500)}`, status: reply.status, events: lines.length });
+        this.counts.rejected += lines.count;
+        this.report({ kind: 'permanent', message: `bucketmeter: batch refused with HTTP ${reply.status}: ${reply.body.slice(0, 500)}`, status: reply.status, events: lines.count });
         return true;
       }
       if (this.stopping) return false;
       const delayMs = retryDelayMs(attempt, this.o.maxRetryDelayMs, reply?.retryAfter);
-      this.counts.retried += lines.length;
-      this.report({ kind: 'retrying', message: `bucketmeter: batch of ${lines.length} not delivered (${failure}); retrying in ${Math.round(delayMs)} ms`, attempt: attempt + 1, delayMs });
+      this.counts.retried += lines.count;
+      this.report({ kind: 'retrying', message: `bucketmeter: batch of ${lines.count} not delivered (${failure}); retrying in ${Math.round(delayMs)} ms`, attempt: attempt + 1, delayMs });
       await this.sleep(delayMs);
     }
   }
 
   /** 413: the batch is too big for this server. Halve it, and the bounds for later batches too. */
-  private async tooLarge(lines: string[]): Promise<boolean> {
-    if (lines.length === 1) {
+  private async tooLarge(lines: BatchBody): Promise<boolean> {
+    if (lines.count === 1) {
       this.counts.rejected++;
       this.report({ kind: 'permanent', message: 'bucketmeter: one event is larger than the server accepts (HTTP 413); dropped', status: 413, events: 1 });
       return true;
     }
-    const half = Math.ceil(lines.length / 2);
+    const half = Math.ceil(lines.count / 2);
     if (this.o.maxBatchSize > half) {
       if (!this.toldTooLarge) {
-        this.report({ kind: 'permanent', message: `bucketmeter: batch of ${lines.length} too large for the server (HTTP 413): split, and later batches made smaller`, status: 413, events: 0 });
+        this.report({ kind: 'permanent', message: `bucketmeter: batch of ${lines.count} too large for the server (HTTP 413): split, and later batches made smaller`, status: 413, events: 0 });
         this.toldTooLarge = true;
       }
       this.o.maxBatchSize = half;
       this.batchSize = Math.min(this.batchSize, half);
     }
-    return (await this.sendLines(lines.slice(0, half))) && (await this.sendLines(lines.slice(half)));
+    return (await this.sendLines(lines.slice(0, half))) && (await this.sendLines(lines.slice(half, lines.count)));
   }
 
   /** Counts the batch reply; rejected events go to onError with the event and the server's field errors. */
-  private settle(lines: string[], body: string): void {
+  private settle(lines: BatchBody, body: string): void {
     let reply: { accepted?: number; duplicates?: number; rejected?: { index: number; errors: FieldError[] }[]; rejectedCount?: number };
     try {
       reply = JSON.parse(body) as typeof reply;
     } catch {
-      reply = { accepted: lines.length };
+      reply = { accepted: lines.count };
     }
     const rejected = reply.rejected ?? [];
     // The server details the first rejections only (--batch-reply-max-rejected) and counts them all.
     const rejectedCount = reply.rejectedCount ?? rejected.length;
-    this.counts.sent += lines.length - rejectedCount;
+    this.counts.sent += lines.count - rejectedCount;
     this.counts.duplicates += reply.duplicates ?? 0;
     if (rejectedCount === 0) return;
     this.counts.rejected += rejectedCount;
-    const events = rejected.map((r) => ({ event: JSON.parse(lines[r.index] ?? 'null') as MeterEvent, errors: r.errors }));
+    const events = rejected.map((r) => ({ event: JSON.parse(lines.line(r.index) ?? 'null') as MeterEvent, errors: r.errors }));
     const detailed = rejectedCount > rejected.length ? `; the first ${rejected.length} detailed` : '';
     this.report({ kind: 'rejected', message: `bucketmeter: ${rejectedCount} events rejected by the server (not retried)${detailed}`, events });
   }

@@ -6,6 +6,7 @@ import { uuidv7 } from '../src/uuidv7.js';
 import { parseCopySource, rangeLength } from '../src/s3/copy-source.js';
 import { awsRegionOfHost, providerOfHost } from '../src/s3/provider.js';
 import { isRetryable, retryAfterMs, retryDelayMs } from '../src/sender/backoff.js';
+import { BatchBody, BodyWriter } from '../src/sender/batch-body.js';
 import { EventQueue } from '../src/sender/queue.js';
 import { tempDir } from './support/bucketmeter.js';
 
@@ -81,6 +82,43 @@ describe('backoff', () => {
   });
 });
 
+describe('batch body', () => {
+  const lines = ['{"a":1}', '{"k":"é/日本/😀"}', `{"long":"${'ü'.repeat(40_000)}"}`, '{"b":[1,2]}', '{}'];
+
+  it('is the JSON array of its lines, UTF-8, and gives each line back', () => {
+    const writer = new BodyWriter();
+    // Past the writer's first 64 KiB (the long line alone is 80,000 bytes): it grows.
+    assert.deepEqual(
+      lines.map((line) => writer.add(line)),
+      lines.map((line) => Buffer.byteLength(line)),
+    );
+    const body = writer.finish();
+    assert.equal(body.json.toString('utf8'), `[${lines.join(',')}]`);
+    assert.equal(body.count, lines.length);
+    assert.deepEqual(
+      lines.map((_, i) => body.line(i)),
+      lines,
+    );
+    assert.deepEqual([body.line(-1), body.line(lines.length), body.line(1.5)], [undefined, undefined, undefined]);
+    // The writer starts the next batch empty; the first batch is unchanged by it.
+    writer.add('{"c":3}');
+    assert.equal(writer.finish().json.toString(), '[{"c":3}]');
+    assert.equal(body.json.toString('utf8'), `[${lines.join(',')}]`);
+  });
+
+  it('splits into batches of their own (a 413), and is made from lines read back (a spool)', () => {
+    const body = BatchBody.of(lines);
+    assert.equal(body.json.toString('utf8'), `[${lines.join(',')}]`);
+    const first = body.slice(0, 2);
+    const second = body.slice(2, lines.length);
+    assert.equal(first.json.toString('utf8'), `[${lines.slice(0, 2).join(',')}]`);
+    assert.equal(second.json.toString('utf8'), `[${lines.slice(2).join(',')}]`);
+    assert.deepEqual([first.count, second.count], [2, 3]);
+    assert.deepEqual([second.line(0), second.line(2)], [lines[2], lines[4]]);
+    assert.equal(second.slice(1, 2).json.toString(), '[{"b":[1,2]}]');
+  });
+});
+
 describe('spool', () => {
   it('adopts what a dead process left, leaving out a last line cut short', () => {
     const dir = tempDir('bm-spool-unit-');
@@ -90,9 +128,9 @@ describe('spool', () => {
     const queue = new EventQueue({ maxEvents: 10, maxSpoolBytes: 1 << 20 }, dir);
     assert.equal(queue.pending, 3);
     const first = queue.take()!;
-    assert.deepEqual(first.lines, ['{"a":1}', '{"a":2}']);
+    assert.equal(first.body!.json.toString(), '[{"a":1},{"a":2}]');
     const second = queue.take()!;
-    assert.deepEqual(second.lines, ['{"a":3}']);
+    assert.equal(second.body!.json.toString(), '[{"a":3}]');
     queue.done(first);
     queue.done(second);
     assert.equal(queue.pending, 0);

@@ -1,16 +1,18 @@
 /**
  * The sender's queue: events as JSON lines, grouped into batches. The open batch takes appends;
- * sealed batches wait, oldest first, to be sent. In memory by default; with a spool directory every
- * line is also written to a file as it is appended (one file per batch), so a process that dies
- * leaves its unsent events on disk, and a sealed batch's lines leave memory until it is sent.
+ * sealed batches wait, oldest first, to be sent. In memory by default, each batch written as it
+ * fills into the body it is sent as (BatchBody); with a spool directory every line is written to a
+ * file instead as it is appended (one file per batch), so a process that dies leaves its unsent
+ * events on disk, and a batch is read back into memory only when its turn to be sent comes.
  */
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { uuidv7 } from '../uuidv7.js';
+import { BatchBody, BodyWriter } from './batch-body.js';
 
 export interface Batch {
-  /** In memory; for a spooled batch, undefined until load(). */
-  lines: string[] | undefined;
+  /** In memory; for a spooled batch, undefined until take(). */
+  body: BatchBody | undefined;
   count: number;
   bytes: number;
   /** The spool file holding the batch, when spooling. */
@@ -28,7 +30,9 @@ const OPEN = '.open';
 const SEALED = '.ndjson';
 
 export class EventQueue {
-  private open: Batch = { lines: [], count: 0, bytes: 0 };
+  private open: Batch = { body: undefined, count: 0, bytes: 0 };
+  /** The open batch's lines (memory mode). */
+  private readonly writer = new BodyWriter();
   private openFd: number | undefined;
   private readonly sealed: Batch[] = [];
   private held = 0;
@@ -53,16 +57,19 @@ export class EventQueue {
 
   /** Adds one line to the open batch; false when the queue is full (the caller counts the drop). */
   append(line: string): boolean {
-    const size = Buffer.byteLength(line) + 1;
-    if (this.spoolDir === undefined ? this.held >= this.limits.maxEvents : this.heldBytes + size > this.limits.maxSpoolBytes) return false;
-    if (this.spoolDir !== undefined) {
+    let size: number;
+    if (this.spoolDir === undefined) {
+      if (this.held >= this.limits.maxEvents) return false;
+      size = this.writer.add(line) + 1;
+    } else {
+      size = Buffer.byteLength(line) + 1;
+      if (this.heldBytes + size > this.limits.maxSpoolBytes) return false;
       if (this.openFd === undefined) {
         this.open.file = join(this.spoolDir, `${uuidv7()}${OPEN}`);
         this.openFd = openSync(this.open.file, 'a');
       }
       writeSync(this.openFd, line + '\n');
     }
-    this.open.lines!.push(line);
     this.open.count++;
     this.open.bytes += size;
     this.held++;
@@ -79,18 +86,17 @@ export class EventQueue {
       this.openFd = undefined;
       const sealedName = batch.file!.slice(0, -OPEN.length) + SEALED;
       renameSync(batch.file!, sealedName);
-      batch.file = sealedName;
-      batch.lines = undefined; // on disk now; read back when its turn comes
-    }
+      batch.file = sealedName; // read back when its turn comes
+    } else batch.body = this.writer.finish();
     this.sealed.push(batch);
-    this.open = { lines: [], count: 0, bytes: 0 };
+    this.open = { body: undefined, count: 0, bytes: 0 };
   }
 
-  /** The oldest sealed batch, taken out of line, with its lines loaded. */
+  /** The oldest sealed batch, taken out of line, with its body loaded. */
   take(): Batch | undefined {
     const batch = this.sealed.shift();
     if (batch === undefined) return undefined;
-    if (batch.lines === undefined) batch.lines = readLines(batch.file!);
+    batch.body ??= BatchBody.of(readLines(batch.file!));
     return batch;
   }
 
@@ -127,7 +133,7 @@ export class EventQueue {
         continue;
       }
       const bytes = statSync(file).size;
-      this.sealed.push({ lines: undefined, count: lines.length, bytes, file });
+      this.sealed.push({ body: undefined, count: lines.length, bytes, file });
       this.held += lines.length;
       this.heldBytes += bytes;
     }
