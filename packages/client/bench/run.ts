@@ -7,7 +7,8 @@
  *     with every object key new (the server's worst case) and with keys from a working set; and to a
  *     stand-in server that only reads the batches (bench/sink.ts), the client's own ceiling. Peak RSS
  *     and CPU of the tracking process, CPU of the server.
- * The load average is printed with each figure: the machine may be shared.
+ * The load average is printed with each figure, and with each delivery the CPU other processes took
+ * meanwhile (in cores): the machine may be shared, and delivery takes most of its two cores.
  * `npm run bench -w @bucketmeter/client [-- --quick]`. Needs the root build (the server).
  */
 import { spawn } from 'node:child_process';
@@ -105,15 +106,43 @@ function cpuSecondsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
 }
 
+/** CPU seconds of this process and of its children it has waited for (the tracking process, once it exited). */
+function ownAndChildrenCpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100; // utime, stime, cutime, cstime
+}
+
+/**
+ * CPU seconds all processes of the machine have run so far (/proc/stat: user, nice, system, steal;
+ * not interrupts, which loopback's network processing takes and no process is charged for).
+ */
+function machineTaskCpuSeconds(): number {
+  const [user, nice, system, , , , , steal] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (user! + nice! + system! + steal!) / 100;
+}
+
 /** In its own process (bench/track.ts), so RSS is the tracking process's, without the AWS SDK. */
 async function throughput(url: string, apiKey: string, serverPid: number, keys: 'distinct' | 'working-set') {
   const total = quick ? 200_000 : 1_000_000;
   const serverCpu0 = cpuSecondsOf(serverPid);
   const load = loadavg()[0]!;
+  const machine0 = machineTaskCpuSeconds();
+  const own0 = ownAndChildrenCpuSeconds();
+  const t0 = performance.now();
   const out = await runNode(join(import.meta.dirname, 'track.js'), [url, apiKey, String(total), keys], true);
   const result = JSON.parse(out) as { events: number; seconds: number; eventsPerSecond: number; peakRssMB: number; cpuSeconds: number; cpuMicrosPerEvent: number; stats: unknown };
   const serverCpuSeconds = cpuSecondsOf(serverPid) - serverCpu0;
-  return { keys, ...result, serverCpuSeconds: +serverCpuSeconds.toFixed(2), serverCpuMicrosPerEvent: +((serverCpuSeconds * 1e6) / total).toFixed(1), loadAverage: +((load + loadavg()[0]!) / 2).toFixed(1) };
+  // The load average trails by minutes; this is what else ran during this run, in cores: the share
+  // of the two cores the figures above did not have.
+  const others = (machineTaskCpuSeconds() - machine0 - serverCpuSeconds - (ownAndChildrenCpuSeconds() - own0)) / ((performance.now() - t0) / 1000);
+  return {
+    keys,
+    ...result,
+    serverCpuSeconds: +serverCpuSeconds.toFixed(2),
+    serverCpuMicrosPerEvent: +((serverCpuSeconds * 1e6) / total).toFixed(1),
+    loadAverage: +((load + loadavg()[0]!) / 2).toFixed(1),
+    otherProcessesCores: +Math.max(0, others).toFixed(2),
+  };
 }
 
 /** Runs a script of this bench with node; resolves with its stdout once it exits (or, with untilExit false, its first line). */
@@ -173,7 +202,7 @@ try {
     { to: 'sink', ...(await throughput(sink, 'bench', sinkRun.child!.pid!, 'distinct')) },
   ];
   for (const t of runs) {
-    console.log(`delivery to ${t.to === 'sink' ? 'a stand-in that only reads the batches (client ceiling)' : 'a local bucketmeter'}, ${t.keys} keys: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s; peak RSS ${t.peakRssMB} MB; CPU per event: client ${t.cpuMicrosPerEvent} µs, ${t.to} ${t.serverCpuMicrosPerEvent} µs; load ${t.loadAverage}; stats ${JSON.stringify(t.stats)}`);
+    console.log(`delivery to ${t.to === 'sink' ? 'a stand-in that only reads the batches (client ceiling)' : 'a local bucketmeter'}, ${t.keys} keys: ${t.events} events in ${t.seconds} s → ${t.eventsPerSecond} events/s; peak RSS ${t.peakRssMB} MB; CPU per event: client ${t.cpuMicrosPerEvent} µs, ${t.to} ${t.serverCpuMicrosPerEvent} µs; load ${t.loadAverage}, other processes ${t.otherProcessesCores} cores; stats ${JSON.stringify(t.stats)}`);
   }
   console.log(JSON.stringify({ node: process.version, quick, noUsage: process.env.BUCKETMETER_BENCH_NO_USAGE === '1', overhead: o, selfCost: self, throughput: runs }));
 } finally {
