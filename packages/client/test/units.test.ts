@@ -106,6 +106,17 @@ describe('batch body', () => {
     assert.equal(body.json.toString('utf8'), `[${lines.join(',')}]`);
   });
 
+  it('does not keep the room one very large event took for the batches after it', () => {
+    const writer = new BodyWriter();
+    const huge = `{"k":"${'x'.repeat(2_000_000)}"}`;
+    writer.add(huge);
+    assert.ok(writer.capacity >= huge.length);
+    assert.equal(writer.finish().json.length, huge.length + 2);
+    assert.ok(writer.capacity <= 1024 * 1024, String(writer.capacity));
+    writer.add('{"a":1}');
+    assert.equal(writer.finish().json.toString(), '[{"a":1}]');
+  });
+
   it('splits into batches of their own (a 413), and is made from lines read back (a spool)', () => {
     const body = BatchBody.of(lines);
     assert.equal(body.json.toString('utf8'), `[${lines.join(',')}]`);

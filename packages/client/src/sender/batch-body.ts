@@ -39,14 +39,26 @@ export class BatchBody {
   }
 }
 
+const FIRST_BYTES = 64 * 1024;
+/**
+ * Most bytes the writer keeps between batches: a batch of 1,000 SDK events is ~250 KB. One very
+ * large event grows the buffer to three times its length; that is not kept for every batch after.
+ */
+const KEPT_BYTES = 1024 * 1024;
+
 /** Builds one BatchBody at a time in a buffer kept from batch to batch. */
 export class BodyWriter {
-  private buffer = Buffer.allocUnsafeSlow(64 * 1024);
+  private buffer = Buffer.allocUnsafeSlow(FIRST_BYTES);
   private at = 1;
   private starts: number[] = [];
 
   get count(): number {
     return this.starts.length;
+  }
+
+  /** Bytes held for the next batch. */
+  get capacity(): number {
+    return this.buffer.length;
   }
 
   /** Appends one line (a JSON object); returns its size in UTF-8 bytes. */
@@ -80,6 +92,7 @@ export class BodyWriter {
     }
     this.at = 1;
     this.starts = [];
+    if (this.buffer.length > KEPT_BYTES) this.buffer = Buffer.allocUnsafeSlow(FIRST_BYTES);
     return new BatchBody(json, starts);
   }
 }
