@@ -14,12 +14,12 @@ import type { PricePlan } from '../pricing/plan.js';
 import type { Attribution, KeyHour } from '../pricing/quantities.js';
 import type { Pricing } from '../pricing/setup.js';
 import { ReadAbortedError } from '../store/types.js';
-import type { StorageFeed, StorageKey, UsageStore } from '../store/types.js';
+import type { DataVersion, StorageFeed, StorageKey, UsageStore } from '../store/types.js';
 import { columnRows } from '../store/usage-columns.js';
 import type { UsageRequest } from '../usage/params.js';
 import { timed } from '../query/timed.js';
 import { KeptAnswers } from '../query/kept.js';
-import { compareRows, decodeCursor, encodeCursor, eventsBefore, requestBounds } from '../usage/service.js';
+import { compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { StorageRun } from './storage.js';
@@ -112,7 +112,7 @@ function* cut(rows: readonly ProviderCostRow[], request: Pick<UsageRequest, 'fro
 }
 
 export interface CostDeps {
-  usage: Pick<UsageStore, 'query'>;
+  usage: Pick<UsageStore, 'query' | 'version'>;
   /** The object inventory: stored bytes and the intervals behind them. */
   storage: StorageFeed;
   pricing: Pricing;
@@ -167,12 +167,13 @@ export class CostService {
   /**
    * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
    * refused at: refused again at once while it is unchanged, or, where its usage rows alone passed
-   * the bound, at any later version: events are only ever added, and an event adds to a key × hour
-   * row or adds one, so those rows never become fewer (the month still taking events, as the
-   * current one does, is refused at once too). A dashboard asks several costs of the same range per
+   * the bound, at any later version with the same rebuilds: events are only ever added, and an event
+   * adds to a key × hour row or adds one, so those rows never become fewer (the month still taking
+   * events, as the current one does, is refused at once too); a rebuild may leave fewer (damaged
+   * rows gone), so after one the month is priced again. A dashboard asks several costs of the same range per
    * visit, and each refusal read the month's usage first (seconds at 10M events).
    */
-  readonly #refused = new Map<string, { version: bigint; grows: boolean }>();
+  readonly #refused = new Map<string, { version: DataVersion; grows: boolean }>();
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
@@ -256,10 +257,16 @@ export class CostService {
     const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${providers === undefined ? '' : [...providers].sort().join('\u0001')}`;
     checkpoint(budget);
     const version = await this.#version(tenantId, end);
-    const kept = this.#kept.get(tenantId, id, version);
+    const kept = this.#kept.get(tenantId, id, versionKey(version));
     if (kept !== undefined) return kept;
     const refused = this.#refused.get(id);
-    if (refused !== undefined && (refused.version === version || (refused.grows && version > refused.version))) throw tooLarge(budget, month);
+    if (
+      refused !== undefined &&
+      refused.version.rebuilds === version.rebuilds &&
+      (refused.version.events === version.events || (refused.grows && version.events > refused.version.events))
+    ) {
+      throw tooLarge(budget, month);
+    }
     const whole = budget.left === budget.limit;
     let accounts: PricedAccount[];
     try {
@@ -271,15 +278,15 @@ export class CostService {
         // there are at least as many. Anything else (stored bytes' runs) holds at an unchanged version only.
         const after = await this.#version(tenantId, end);
         if (grows) this.#refuse(id, { version: after, grows });
-        else if (after === version) this.#refuse(id, { version, grows });
+        else if (versionKey(after) === versionKey(version)) this.#refuse(id, { version, grows });
       }
       throw err;
     }
-    if ((await this.#version(tenantId, end)) === version) this.#kept.set(tenantId, id, version, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
+    if (versionKey(await this.#version(tenantId, end)) === versionKey(version)) this.#kept.set(tenantId, id, versionKey(version), accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
     return accounts;
   }
 
-  #refuse(id: string, refusal: { version: bigint; grows: boolean }): void {
+  #refuse(id: string, refusal: { version: DataVersion; grows: boolean }): void {
     this.#refused.delete(id);
     if (this.#refused.size >= KEPT_REFUSALS) this.#refused.delete(this.#refused.keys().next().value!);
     this.#refused.set(id, refusal);
@@ -287,10 +294,11 @@ export class CostService {
 
   /**
    * What a month's price depends on: the tenant's events with a timestamp before the month's end
-   * (its usage by hour, and the inventory, which only looks back); see eventsBefore.
+   * (its usage by hour, and the inventory, which only looks back), and its rebuilds (of rollups or
+   * the inventory, which change them without an event); see UsageStore.version.
    */
-  #version(tenantId: number, end: number): Promise<bigint> {
-    return eventsBefore(this.deps.usage, tenantId, end / DAY);
+  #version(tenantId: number, end: number): Promise<DataVersion> {
+    return timed(this.deps.usage.version(tenantId, end / DAY));
   }
 
   async #price(tenantId: number, month: string, complete: boolean, providers: readonly string[] | undefined, budget: Budget): Promise<PricedAccount[]> {

@@ -1,6 +1,6 @@
 /**
  * Computed answers a process keeps for reuse, each with the version of the data it was computed
- * from and reused only while that is unchanged: a reuse is exactly what computing again would give.
+ * from (as text: versionKey in usage/service.ts) and reused only while that is unchanged: a reuse is exactly what computing again would give.
  * Bounded by rows, least recently used out first; an entry older than `ttlMs` is dropped; one owner
  * (a tenant) holds at most `share` of the rows, so it cannot push every other tenant's answers out.
  */
@@ -15,7 +15,7 @@ export interface KeptLimits {
 
 interface Entry<T> {
   owner: number;
-  version: bigint;
+  version: string;
   value: T;
   rows: number;
   at: number;
@@ -33,7 +33,7 @@ export class KeptAnswers<T> {
     return this.#rows;
   }
 
-  get(owner: number, id: string, version: bigint): T | undefined {
+  get(owner: number, id: string, version: string): T | undefined {
     const entry = this.#entries.get(id);
     if (entry === undefined || entry.owner !== owner) return undefined;
     if (entry.version !== version || this.#expired(entry)) {
@@ -45,7 +45,7 @@ export class KeptAnswers<T> {
     return entry.value;
   }
 
-  set(owner: number, id: string, version: bigint, value: T, rows: number): void {
+  set(owner: number, id: string, version: string, value: T, rows: number): void {
     this.delete(id);
     for (const [old, entry] of this.#entries) if (this.#expired(entry)) this.delete(old);
     const share = Math.floor(this.limits.rows * (this.limits.share ?? 1));

@@ -207,7 +207,7 @@ export interface ThreadReadsSource {
 
 /** A thread's own reads of the store: what the cost service reads, each caught up first as the store's own. */
 export interface ThreadReads {
-  readonly usage: Pick<UsageStore, 'query'>;
+  readonly usage: Pick<UsageStore, 'query' | 'version'>;
   readonly storage: StorageFeed;
   close(): Promise<void>;
 }
@@ -313,6 +313,24 @@ export interface UsageDayCheck {
   rollups: Record<string, bigint[]>;
 }
 
+/**
+ * What a tenant's answers about times before a UTC day are computed from, as a process that keeps
+ * them compares it (usage/service.ts, costs/service.ts): equal parts, the same data.
+ */
+export interface DataVersion {
+  /**
+   * The tenant's events with a timestamp before the day. Events are only ever added (duplicates are
+   * not stored), so an unchanged count is an unchanged set of events.
+   */
+  events: bigint;
+  /**
+   * The tenant's rebuilds (of its usage rollups or its inventory, or of every tenant's), whatever
+   * their range: a rebuild rewrites what answers are computed from without adding an event, so the
+   * count alone would not change, and answers computed from the damaged rows would be served on.
+   */
+  rebuilds: bigint;
+}
+
 /** How far the usage rollups are behind the events. */
 export interface UsageLag {
   /** Events stored and not folded into the rollups yet. */
@@ -330,7 +348,15 @@ export interface UsageStore {
   query(tenantId: number, query: UsageStoreQuery, signal?: AbortSignal): Promise<UsageColumns>;
   /** Days [fromDay, toDay) (days since the epoch, UTC) that have anything in receipts, events or rollups. */
   reconcile(tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal): Promise<UsageDayCheck[]>;
-  /** Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs. */
+  /**
+   * The tenant's DataVersion before UTC day `toDay` (days since the epoch), in one read, folded first
+   * as `query` is: read for every usage and cost answer, before it and again after it.
+   */
+  version(tenantId: number, toDay: number, signal?: AbortSignal): Promise<DataVersion>;
+  /**
+   * Recomputes the rollups of hours [fromHour, toHour) from the events; safe while ingestion runs.
+   * Counts a rebuild of the tenant (of every tenant when null: DataVersion.rebuilds) in the same transaction.
+   */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
   /** Folds every event committed before the call into the rollups; safe from any process (one at a time). */
   catchUp(): Promise<void>;
@@ -465,6 +491,9 @@ export interface InventoryStore {
   objects(tenantId: number, query: ObjectsStoreQuery, signal?: AbortSignal): Promise<InventoryEntryRecord[]>;
   /** Replays the tenant's (every tenant's when null) events in memory and lists where the stored inventory differs. */
   verify(tenantId: number | null): Promise<InventoryDifference[]>;
-  /** Rebuilds the inventory of a tenant (every tenant when null) from its events. */
+  /**
+   * Rebuilds the inventory of a tenant (every tenant when null) from its events, and counts the
+   * rebuild (DataVersion.rebuilds) in the same transaction.
+   */
   rebuild(tenantId: number | null): Promise<void>;
 }

@@ -6,7 +6,7 @@
 import { BmError } from '../errors.js';
 import { KeptAnswers } from '../query/kept.js';
 import { timed } from '../query/timed.js';
-import type { InventoryStore, UsageColumns, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
+import type { DataVersion, InventoryStore, UsageColumns, UsageDayCheck, UsageStore, UsageStoreRow } from '../store/types.js';
 import { columnRows, rowColumns } from '../store/usage-columns.js';
 import { STORAGE_MEASURES, foldStorage } from '../inventory/measures.js';
 import type { ReconcileRequest, UsageRequest } from './params.js';
@@ -175,23 +175,11 @@ function sortedRows(columns: UsageColumns, windows: number): Int32Array {
   });
 }
 
-const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
-const REQUESTS = MEASURES.indexOf('requests');
-
 /**
- * The tenant's events with a timestamp before UTC day `toDay` (days since the epoch): an exact
- * version of every answer about times before it (usage, and the inventory, which only looks back).
- * Events are only ever added (duplicates are not stored), so an unchanged count is an unchanged set
- * of events. Read from the tenant's UTC-day rollup through the usage read path, which has caught up
- * with every commit.
+ * A DataVersion (UsageStore.version: the tenant's events before a UTC day and its rebuilds) as the
+ * kept answers compare it: the same text exactly when both parts are the same.
  */
-export async function eventsBefore(usage: Pick<UsageStore, 'query'>, tenantId: number, toDay: number, signal?: AbortSignal): Promise<bigint> {
-  const spans = [{ window: 0, from: 0, to: toDay, sign: 1 as const }];
-  const { measures } = await timed(usage.query(tenantId, { terms: [{ shape: TENANT_DAY, spans }], groupBy: [], filters: {} }, signal));
-  let n = 0n;
-  for (let i = 0; i < measures[REQUESTS]!.length; i++) n += measures[REQUESTS]![i]!;
-  return n;
-}
+export const versionKey = (version: DataVersion): string => `${version.events}/${version.rebuilds}`;
 
 /** Rows of computed answers a process keeps for reuse (each row ~50 bytes as columns). */
 export const KEPT_ROWS = 1_000_000;
@@ -199,9 +187,8 @@ export const KEPT_ROWS = 1_000_000;
 const KEPT_SHARE = 0.5;
 /**
  * How long an answer is kept after it was computed, used or not. Reuse is exact while the version
- * holds; this bounds the memory of answers nobody asks for again, and how long a rollup rebuilt in
- * place by another process (`usage rebuild` fixing wrong rollups: same events, other sums) can go
- * unseen here.
+ * holds (a rebuild by another process, `usage rebuild`, moves it too); this bounds the memory of
+ * answers nobody asks for again.
  */
 const KEPT_MS = 5 * 60_000;
 /**
@@ -233,8 +220,9 @@ export class UsageService {
   /**
    * Computed answers, kept so that asking again (the first page of the same query, as a dashboard
    * and scripts do over a range that no longer changes) and the next pages are a slice, not a
-   * recomputation (issue 13). Each is kept with the tenant's event count (eventsBefore), read before
-   * the answer and again after it (unchanged), and reused only while the count is unchanged: a page
+   * recomputation (issue 13). Each is kept with the tenant's version (its event count and rebuilds,
+   * UsageStore.version), read before the answer and again after it (unchanged), and reused only
+   * while the version is unchanged: a page
    * from it is exactly the page computing again would give. It is found by tenant and query, not by
    * anything in the cursor: another process, an evicted answer or another tenant's cursor computes
    * the page as before.
@@ -265,14 +253,14 @@ export class UsageService {
       .sort(([a], [b]) => (a < b ? -1 : 1));
     const id = JSON.stringify([tenantId, request.from, request.to, request.granularity, request.timeZone, request.groupBy, filters, request.storage]);
     const toDay = Math.ceil(request.to / 86400);
-    // Read before the answer: an answer kept under this count was computed from exactly its events.
-    const version = await eventsBefore(this.usage, tenantId, toDay, signal);
+    // Read before the answer: an answer kept under this version was computed from exactly its events and rebuilt rows.
+    const version = versionKey(await timed(this.usage.version(tenantId, toDay, signal)));
     let answer = this.#kept.get(tenantId, id, version);
     this.#counts[after === undefined ? 'first' : 'next'][answer === undefined ? 'computed' : 'kept']++;
     if (answer === undefined) {
       answer = await this.#answer(tenantId, request, bounds, signal);
-      // Kept only if no event it depends on came in while it was computed (the count only grows).
-      if ((await eventsBefore(this.usage, tenantId, toDay, signal)) === version) this.#kept.set(tenantId, id, version, answer, answerWeight(answer));
+      // Kept only if no event it depends on came in, nor a rebuild, while it was computed (both only grow).
+      if (versionKey(await timed(this.usage.version(tenantId, toDay, signal))) === version) this.#kept.set(tenantId, id, version, answer, answerWeight(answer));
     }
     const { columns, sorted } = answer;
     let first = 0;

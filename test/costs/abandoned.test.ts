@@ -38,7 +38,10 @@ describe('a cost request whose client left', () => {
         afterRead();
         return result;
       });
-    const usage: Pick<UsageStore, 'query'> = { query: (...args) => count('usage', store.usage.query(...args)) };
+    const usage: Pick<UsageStore, 'query' | 'version'> = {
+      query: (...args) => count('usage', store.usage.query(...args)),
+      version: (...args) => count('version', store.usage.version(...args)),
+    };
     const feed = store.storageFeed;
     const storage: StorageFeed = {
       storageDeltas: (...args) => count('deltas', feed.storageDeltas(...args)),

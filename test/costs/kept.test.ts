@@ -2,7 +2,8 @@
  * Priced account-months kept for reuse (CostService): on both real stores, a month is reused while
  * its version (the tenant's events before the month's end) is unchanged, even when later months
  * get events; an event of the month, however late, has it priced again, equal to a fresh
- * service's answer; the bound on kept rows is honoured.
+ * service's answer, and so does a rebuild of its rollups or inventory by another process (the
+ * CLI's `usage rebuild`); the bound on kept rows is honoured.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -13,7 +14,10 @@ import { loadPricing } from '../../src/pricing/setup.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
+import { UsageService } from '../../src/usage/service.js';
 import { getObject, newTenant } from '../store/contract.js';
+import { damageRollups, openSameData } from '../support/same-data.js';
+import type { SameData } from '../support/same-data.js';
 import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
 
 const MARCH = Date.UTC(2026, 2, 1) / 1000;
@@ -23,37 +27,39 @@ const DAY = 86400;
 const put = (timestamp: number, objectKey: string, bytes: number): NormalizedEvent =>
   ({ action: 'PutObject', timestamp, provider: 'aws', bucket: 'media', objectKey, bytes, customerId: 'c1' }) as NormalizedEvent;
 
-const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
+const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; data: SameData; close(): Promise<void> }> }[] = [
   {
     name: 'sqlite',
     skip: false,
     open: async () => {
       const temp = scratchDir('bm-cost-kept-');
-      const store = await openSqliteStore({ path: join(temp.dir, 'cost.db') });
+      const path = join(temp.dir, 'cost.db');
+      const store = await openSqliteStore({ path });
       const close = async () => {
         await store.close();
         await temp.remove();
       };
-      return { store, close };
+      return { store, data: { backend: 'sqlite', path }, close };
     },
   },
   {
     name: 'postgres',
     skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
     open: async () => {
-      const store = await openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 2 });
+      const { url } = await scratchDatabase();
+      const store = await openPostgresStore({ url, poolMax: 2 });
       const close = async () => {
         await store.close();
         await dropScratchDatabases();
       };
-      return { store, close };
+      return { store, data: { backend: 'postgres', url }, close };
     },
   },
 ];
 
 for (const backend of BACKENDS) {
   describe(`cost: priced months kept (${backend.name})`, { skip: backend.skip }, () => {
-    let opened: { store: Store; close(): Promise<void> };
+    let opened: { store: Store; data: SameData; close(): Promise<void> };
     let tenantId: number;
     const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
     const service = (keptRows?: number) => new CostService({ usage: opened.store.usage, storage: opened.store.storageFeed, pricing, now: () => APRIL + 40 * DAY, keptRows });
@@ -87,6 +93,37 @@ for (const backend of BACKENDS) {
       assert.deepEqual(again, await service(0).priceMonth(tenantId, '2026-03'), 'equal to pricing it afresh');
       // April's opening bytes changed too: it is priced again as well.
       assert.notDeepEqual(await costs.priceMonth(tenantId, '2026-04'), april);
+    });
+
+    it('prices a month kept from damaged rollups again after `usage rebuild` in another process: of the tenant, and of every tenant', async () => {
+      const right = await service(0).priceMonth(tenantId, '2026-03');
+      // The CLI's store: another instance on the same file or database, as another process opens it.
+      const cli = await openSameData(opened.data);
+      try {
+        for (const tenant of [tenantId, null]) {
+          await damageRollups(opened.data, tenantId, 1000);
+          const costs = service();
+          const damaged = await costs.priceMonth(tenantId, '2026-03');
+          assert.notDeepEqual(damaged, right, 'priced from the damaged rollups');
+          assert.equal(await costs.priceMonth(tenantId, '2026-03'), damaged, 'and kept');
+          // As `bucketmeter usage rebuild` runs it: the rollups of a range, then the inventory.
+          await new UsageService(cli.usage, cli.inventory).rebuild(tenant, MARCH, APRIL + 40 * DAY);
+          await cli.inventory.rebuild(tenant);
+          const again = await costs.priceMonth(tenantId, '2026-03');
+          assert.notEqual(again, damaged, `priced again after the rebuild of ${tenant === null ? 'every tenant' : 'the tenant'}`);
+          assert.deepEqual(again, right, 'from the rebuilt rollups');
+          assert.equal(await costs.priceMonth(tenantId, '2026-03'), again, 'and kept again');
+        }
+        // The inventory alone rebuilt (no damage to find): priced again all the same, to the same rows.
+        const costs = service();
+        const kept = await costs.priceMonth(tenantId, '2026-03');
+        await cli.inventory.rebuild(null);
+        const again = await costs.priceMonth(tenantId, '2026-03');
+        assert.notEqual(again, kept, 'priced again after an inventory rebuild');
+        assert.deepEqual(again, kept);
+      } finally {
+        await cli.close();
+      }
     });
 
     it('keeps no more rows than it is given', async () => {

@@ -70,6 +70,7 @@ describe('cost: the bound on key × hour quantities per request', () => {
             if (query.terms.some((t) => t.shape.name === 'fine')) fineReads++;
             return store.usage.query(tenant, query, signal);
           },
+          version: (tenant, toDay, signal) => store.usage.version(tenant, toDay, signal),
         },
         storage: store.storageFeed,
         pricing,

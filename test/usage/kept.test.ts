@@ -3,7 +3,8 @@
  * stores: every page from a kept answer is the page computing afresh gives, and a page from it reads
  * no answer from the store (only the tenant's event count); a first page asked again, of one page or
  * several, is served from it; an event the answer depends on (late in the range, or before it) has
- * it computed again, on every node (each keeps its own; the count is read from the store); an answer
+ * it computed again, on every node (each keeps its own; the count is read from the store), and so
+ * does a rebuild of the rollups or the inventory by another process (`usage rebuild`); an answer
  * evicted, expired, too heavy, kept by another process, or computed for a client that left is
  * computed again; another tenant never gets it (nor its cursor); one tenant cannot push another's
  * answers out.
@@ -21,21 +22,25 @@ import { MAX_ROWS } from '../../src/usage/params.js';
 import type { UsagePage } from '../../src/usage/service.js';
 import { pageRows, UsageService } from '../../src/usage/service.js';
 import { newTenant } from '../store/contract.js';
+import { damageRollups, openSameData } from '../support/same-data.js';
+import type { SameData } from '../support/same-data.js';
 import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
 
 const FROM = Date.UTC(2026, 2, 1) / 1000;
 const DAY = 86400;
 const TO = FROM + 3 * DAY;
 
-const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
+const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; data: SameData; close(): Promise<void> }> }[] = [
   {
     name: 'sqlite',
     skip: false,
     open: async () => {
       const temp = scratchDir('bm-usage-kept-');
-      const store = await openSqliteStore({ path: join(temp.dir, 'usage.db') });
+      const path = join(temp.dir, 'usage.db');
+      const store = await openSqliteStore({ path });
       return {
         store,
+        data: { backend: 'sqlite', path },
         close: async () => {
           await store.close();
           await temp.remove();
@@ -47,9 +52,11 @@ const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: S
     name: 'postgres',
     skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
     open: async () => {
-      const store = await openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 4 });
+      const { url } = await scratchDatabase();
+      const store = await openPostgresStore({ url, poolMax: 4 });
       return {
         store,
+        data: { backend: 'postgres', url },
         close: async () => {
           await store.close();
           await dropScratchDatabases();
@@ -90,7 +97,7 @@ const QUERIES: Omit<UsageRequest, 'limit' | 'format'>[] = [
   { from: FROM, to: TO, granularity: 'hour', timeZone: 'UTC', groupBy: ['customerId', 'bucket'], filters: {}, storage: true },
 ];
 
-/** Reads of the store, by kind: the tenant's event count (a one-term tenant_day read from day 0), and answers. */
+/** Reads of the store, by kind: the tenant's version (its event count and rebuilds), and answers. */
 interface Reads {
   versions: number;
   answers: number;
@@ -100,9 +107,12 @@ interface Reads {
 function counted(store: Store, reads: Reads): { usage: UsageStore; inventory: Store['inventory'] } {
   const usage: UsageStore = Object.create(store.usage);
   usage.query = (tenantId, query, signal) => {
-    const version = query.groupBy.length === 0 && query.terms.length === 1 && query.terms[0]!.shape.name === 'tenant_day' && query.terms[0]!.spans[0]!.from === 0;
-    reads[version ? 'versions' : 'answers']++;
+    reads.answers++;
     return store.usage.query(tenantId, query, signal);
+  };
+  usage.version = (tenantId, toDay, signal) => {
+    reads.versions++;
+    return store.usage.version(tenantId, toDay, signal);
   };
   const inventory: Store['inventory'] = Object.create(store.inventory);
   inventory.storage = (tenantId, query, signal) => {
@@ -116,7 +126,7 @@ const rowsOf = (page: UsagePage) => pageRows(page).map((r) => JSON.stringify(r, 
 
 for (const backend of BACKENDS) {
   describe(`usage: answers kept for asking again and for their next pages (${backend.name})`, { skip: backend.skip }, () => {
-    let opened: { store: Store; close(): Promise<void> };
+    let opened: { store: Store; data: SameData; close(): Promise<void> };
     let tenantA: number;
     let tenantB: number;
     const commit = (tenantId: number, list: NormalizedEvent[]) => opened.store.commit({ events: list.map((event) => ({ tenantId, receivedAt: TO + DAY, event })), quarantine: [] });
@@ -317,6 +327,52 @@ for (const backend of BACKENDS) {
       assert.equal(reads.answers, 2, 'then kept');
     });
 
+    it('an answer kept from damaged rollups is computed again after `usage rebuild` in another process: of the tenant, and of every tenant', async () => {
+      const q = { ...QUERIES[0]!, format: 'json' as const, limit: MAX_ROWS };
+      const right = await whole(tenantA, QUERIES[0]!);
+      // The CLI's store: another instance on the same file or database, as another process opens it.
+      const cli = await openSameData(opened.data);
+      try {
+        for (const tenant of [tenantA, null]) {
+          await damageRollups(opened.data, tenantA, 1000);
+          const reads = { versions: 0, answers: 0 };
+          const kept = service(reads);
+          const damaged = rowsOf(await kept.query(tenantA, q));
+          assert.notDeepEqual(damaged, right, 'the answer is computed from the damaged rollups');
+          assert.deepEqual(rowsOf(await kept.query(tenantA, q)), damaged);
+          assert.equal(reads.answers, 1, 'and kept');
+          // As `bucketmeter usage rebuild` runs it: the rollups of a range, then the inventory.
+          await new UsageService(cli.usage, cli.inventory).rebuild(tenant, FROM - 2 * DAY, TO + 30 * DAY);
+          await cli.inventory.rebuild(tenant);
+          const rebuilt = rowsOf(await kept.query(tenantA, q));
+          assert.equal(reads.answers, 2, `computed again after the rebuild of ${tenant === null ? 'every tenant' : 'the tenant'}`);
+          assert.deepEqual(rebuilt, right, 'from the rebuilt rollups');
+          assert.deepEqual(rowsOf(await kept.query(tenantA, q)), right);
+          assert.equal(reads.answers, 2, 'and kept again');
+        }
+      } finally {
+        await cli.close();
+      }
+    });
+
+    it('an answer with stored bytes is computed again after an inventory rebuild in another process (of every tenant)', async () => {
+      const q = { ...QUERIES[3]!, format: 'json' as const, limit: MAX_ROWS };
+      const reads = { versions: 0, answers: 0 };
+      const kept = service(reads);
+      const first = rowsOf(await kept.query(tenantA, q));
+      await kept.query(tenantA, q);
+      // A usage query with storage reads the rollups and the inventory: two answer reads.
+      assert.equal(reads.answers, 2, 'computed once, then kept');
+      const cli = await openSameData(opened.data);
+      try {
+        await cli.inventory.rebuild(null);
+      } finally {
+        await cli.close();
+      }
+      assert.deepEqual(rowsOf(await kept.query(tenantA, q)), first, 'the same events, the same answer');
+      assert.equal(reads.answers, 4, 'computed again: the inventory it was computed from was rewritten');
+    });
+
     it("another tenant's cursor is answered from that tenant's own events, never from the kept answer", async () => {
       const q = { ...QUERIES[0]!, format: 'json' as const, limit: 5 };
       const reads = { versions: 0, answers: 0 };
@@ -359,28 +415,28 @@ for (const backend of BACKENDS) {
 describe('usage: the bound on kept answers', () => {
   it("holds one tenant to its share: it pushes out its own answers, not another's", () => {
     const kept = new KeptAnswers<string>({ rows: 10, share: 0.5 });
-    kept.set(2, 'b', 1n, 'B', 3);
-    for (const id of ['a1', 'a2', 'a3']) kept.set(1, id, 1n, id, 4);
-    assert.equal(kept.get(2, 'b', 1n), 'B', "the other tenant's answer stays");
-    assert.equal(kept.get(1, 'a3', 1n), 'a3');
-    assert.equal(kept.get(1, 'a1', 1n), undefined, 'its own oldest went');
+    kept.set(2, 'b', '1', 'B', 3);
+    for (const id of ['a1', 'a2', 'a3']) kept.set(1, id, '1', id, 4);
+    assert.equal(kept.get(2, 'b', '1'), 'B', "the other tenant's answer stays");
+    assert.equal(kept.get(1, 'a3', '1'), 'a3');
+    assert.equal(kept.get(1, 'a1', '1'), undefined, 'its own oldest went');
     assert.equal(kept.rows, 3 + 4);
-    kept.set(1, 'big', 1n, 'big', 6);
-    assert.equal(kept.get(1, 'big', 1n), undefined, 'more than the share is not kept');
+    kept.set(1, 'big', '1', 'big', 6);
+    assert.equal(kept.get(1, 'big', '1'), undefined, 'more than the share is not kept');
   });
 
   it('gives an answer only to its tenant, at its version, within its time', () => {
     let now = 0;
     const kept = new KeptAnswers<string>({ rows: 10, ttlMs: 1000, now: () => now });
-    kept.set(1, 'q', 5n, 'A', 2);
-    assert.equal(kept.get(2, 'q', 5n), undefined, 'another tenant');
-    assert.equal(kept.get(1, 'q', 6n), undefined, 'another version');
+    kept.set(1, 'q', '5', 'A', 2);
+    assert.equal(kept.get(2, 'q', '5'), undefined, 'another tenant');
+    assert.equal(kept.get(1, 'q', '6'), undefined, 'another version');
     assert.equal(kept.rows, 0, 'and a stale answer is dropped');
-    kept.set(1, 'q', 5n, 'A', 2);
+    kept.set(1, 'q', '5', 'A', 2);
     now = 1000;
-    assert.equal(kept.get(1, 'q', 5n), 'A');
+    assert.equal(kept.get(1, 'q', '5'), 'A');
     now = 1001;
-    assert.equal(kept.get(1, 'q', 5n), undefined, 'expired');
+    assert.equal(kept.get(1, 'q', '5'), undefined, 'expired');
   });
 });
 

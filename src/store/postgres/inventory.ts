@@ -28,6 +28,8 @@ import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
 import { ACTIONS, aliveAtSql } from './inventory-sql.js';
 import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
+import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
+import type { RebuildKind } from '../rebuilds.js';
 
 const LOCK_INVENTORY = 5;
 
@@ -142,6 +144,8 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         await this.#log(c, tenant, all, this.#names(c));
         await this.#write(c, tenant, redo([], [...all.values()], FROM_THE_START));
       }
+      // In the same transaction: a process keeping answers sees the new inventory and the new count together.
+      await c.query(countRebuildSql('$1', '$2'), [tenantId ?? EVERY_TENANT, 'inventory' satisfies RebuildKind]);
     });
   }
 

@@ -172,4 +172,20 @@ END $$;
     name: 'coarse inventory delta shapes, hourly and per UTC day',
     sql: INVENTORY_SHAPES_MIGRATION_SQL,
   },
+  {
+    version: 11,
+    name: 'rebuilds counted per tenant',
+    // A rebuild rewrites rollups or the inventory without adding an event (DataVersion.rebuilds).
+    // Tenant 0 counts the rebuilds of every tenant (tenant ids start at 1). A row per kind of rebuild:
+    // on PostgreSQL usage and inventory rebuilds hold locks of their own, and two at once moving one
+    // row in their REPEATABLE READ transactions would fail one with a serialization error.
+    sql: `
+CREATE TABLE rebuilds (
+  tenant integer NOT NULL,
+  kind text NOT NULL,
+  generation bigint NOT NULL,
+  PRIMARY KEY (tenant, kind)
+);
+`,
+  },
 ];

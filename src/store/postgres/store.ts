@@ -364,6 +364,10 @@ export class PostgresStore implements Store {
         await fold.catchUp(Date.now() + foldBeforeReadMs);
         return reads.query(tenantId, query, signal);
       },
+      version: async (tenantId, toDay, signal) => {
+        await fold.catchUp(Date.now() + foldBeforeReadMs);
+        return reads.version(tenantId, toDay, signal);
+      },
       reconcile: async (tenantId, fromDay, toDay, signal) => {
         await fold.catchUp(Date.now() + foldBeforeReadMs);
         return reads.reconcile(tenantId, fromDay, toDay, signal);

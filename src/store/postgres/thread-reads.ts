@@ -23,6 +23,10 @@ export function openPostgresThreadReads(spec: { url: string; foldBeforeReadMs: n
         await fold.catchUp(Date.now() + spec.foldBeforeReadMs);
         return reads.query(tenantId, query);
       },
+      version: async (tenantId, toDay) => {
+        await fold.catchUp(Date.now() + spec.foldBeforeReadMs);
+        return reads.version(tenantId, toDay);
+      },
     },
     storage: new PostgresInventory(pool, guarded, spec.foldBeforeReadMs),
     close: () => pool.end(),

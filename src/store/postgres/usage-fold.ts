@@ -12,6 +12,8 @@ import { FoldBacklogError, type UsageLag } from '../types.js';
 import { byDeadline } from '../deadline.js';
 import { serialized } from './serialized.js';
 import { FOLD_SQL, rollupSql } from './usage-sql.js';
+import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
+import type { RebuildKind } from '../rebuilds.js';
 
 const LOCK_USAGE = 6;
 
@@ -57,7 +59,8 @@ export class PostgresUsageFold {
   /**
    * Recomputes the rollups of hours [fromHour, toHour) from the events. Under the fold lock and in one
    * snapshot: every outbox row it sees is folded first, so the events it refills from are exactly the
-   * folded ones; those committed later keep their rows for a later fold.
+   * folded ones; those committed later keep their rows for a later fold. The rebuild is counted in
+   * the same transaction: a process keeping answers sees the new rows and the new count together.
    */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void> {
     return this.#locked(async (c) => {
@@ -68,6 +71,7 @@ export class PostgresUsageFold {
         await c.query(`DELETE FROM ${shape.table} WHERE ($1::integer IS NULL OR tenant = $1) AND ${shape.grain} >= $2 AND ${shape.grain} < $3`, [tenantId, from, to]);
         await c.query(rollupSql(shape, 'events', '($1::integer IS NULL OR tenant_id = $1) AND ts >= $2::bigint AND ts < $3::bigint'), [tenantId, fromSecond, toSecond]);
       }
+      await c.query(countRebuildSql('$1', '$2'), [tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind]);
     });
   }
 

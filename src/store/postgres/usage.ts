@@ -1,9 +1,10 @@
 /** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
 import type { Pool, PoolClient } from 'pg';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import { EVERY_TENANT } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import { DayChecks } from '../usage-days.js';
 import { CancellableReads } from './cancellable.js';
@@ -12,6 +13,8 @@ import { EVENT_COLUMNS, UNFOLDED_SQL } from './usage-sql.js';
 
 type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
+const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
+const REQUESTS_COLUMN = MEASURE_COLUMNS[MEASURES.indexOf('requests')]!;
 const SUMS = MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
 
 export class PostgresUsageReads {
@@ -90,6 +93,18 @@ export class PostgresUsageReads {
     }
     const kept = { length: i, window: rows.window.subarray(0, i), ids: rows.ids.map((ids) => ids.subarray(0, i)), measures: rows.measures.map((m) => m.subarray(0, i)) };
     return labelled(q.groupBy, kept, await this.#values(dictionaryIds(q.groupBy, kept)));
+  }
+
+  /**
+   * The tenant's events before `toDay` and its rebuilds, its own and every tenant's
+   * (UsageStore.version): one statement, one round trip for every usage and cost answer's version.
+   */
+  async version(tenantId: number, toDay: number, signal?: AbortSignal): Promise<DataVersion> {
+    this.reads.check(signal);
+    const text = `SELECT (SELECT coalesce(sum(u.${REQUESTS_COLUMN}), 0) FROM ${TENANT_DAY.table} u WHERE u.tenant = $1 AND u.${TENANT_DAY.grain} < $2)::text,
+      (SELECT coalesce(sum(generation), 0) FROM rebuilds WHERE tenant IN ($1, $3))::text`;
+    const { rows } = await this.guarded(() => this.reads.query<[string, string]>({ text, values: [tenantId, toDay, EVERY_TENANT], rowMode: 'array' }, signal));
+    return { events: BigInt(rows[0]![0]), rebuilds: BigInt(rows[0]![1]) };
   }
 
   /** In one REPEATABLE READ transaction: receipts, events, rollups and the unfolded events from the same snapshot. */

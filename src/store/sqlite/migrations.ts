@@ -173,4 +173,20 @@ CREATE INDEX events_tenant_seq ON events (tenant);
     name: 'coarse inventory delta shapes, hourly and per UTC day',
     sql: INVENTORY_SHAPES_MIGRATION_SQL,
   },
+  {
+    version: 11,
+    name: 'rebuilds counted per tenant',
+    // A rebuild rewrites rollups or the inventory without adding an event (DataVersion.rebuilds).
+    // Tenant 0 counts the rebuilds of every tenant (tenant ids start at 1). A row per kind of rebuild:
+    // on PostgreSQL usage and inventory rebuilds hold locks of their own, and two at once moving one
+    // row in their REPEATABLE READ transactions would fail one with a serialization error.
+    sql: `
+CREATE TABLE rebuilds (
+  tenant INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  PRIMARY KEY (tenant, kind)
+) STRICT, WITHOUT ROWID;
+`,
+  },
 ];

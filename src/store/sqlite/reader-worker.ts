@@ -25,6 +25,7 @@ function handlers(db: Connection, check: () => void): Handlers {
   return {
     'events.page': ({ tenantId, query }, budget) => events.list(tenantId, query, budget),
     'usage.query': ({ tenantId, query }) => usage.query(tenantId, query),
+    'usage.version': ({ tenantId, toDay }) => usage.version(tenantId, toDay),
     'usage.reconcile': ({ tenantId, fromDay, toDay }) => usage.reconcile(tenantId, fromDay, toDay),
     'inventory.lag': () => inventory.lag(),
     'inventory.storage': ({ tenantId, query }) => inventory.storage(tenantId, query),

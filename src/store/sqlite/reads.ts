@@ -4,7 +4,7 @@
  * is added here and to the worker's table, and is called through ReaderPool.run with a budget.
  */
 import type {
-  EventPage, EventQuery, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey,
+  DataVersion, EventPage, EventQuery, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey,
   StorageStoreQuery, StorageWindowSums, UsageColumns, UsageDayCheck, UsageStoreQuery,
 } from '../types.js';
 
@@ -12,6 +12,7 @@ export interface Reads {
   'events.page': { args: { tenantId: number; query: EventQuery }; result: EventPage };
   /** One SQL statement each, stopped between its pieces (a day of rows) past its budget or once its caller left. Columns are transferred, not copied. */
   'usage.query': { args: { tenantId: number; query: UsageStoreQuery }; result: UsageColumns };
+  'usage.version': { args: { tenantId: number; toDay: number }; result: DataVersion };
   'usage.reconcile': { args: { tenantId: number; fromDay: number; toDay: number }; result: UsageDayCheck[] };
   'inventory.lag': { args: Record<string, never>; result: InventoryLag };
   'inventory.storage': { args: { tenantId: number; query: StorageStoreQuery }; result: StorageWindowSums[] };

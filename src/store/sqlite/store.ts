@@ -102,6 +102,10 @@ export class SqliteStore implements Store {
         await foldUsage(epochNow() + foldBeforeReadMs);
         return this.#readers.run('usage.query', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal);
       },
+      version: async (tenantId: number, toDay: number, signal?: AbortSignal) => {
+        await foldUsage(epochNow() + foldBeforeReadMs);
+        return this.#readers.run('usage.version', { tenantId, toDay }, tenantId, USAGE_BUDGET_MS, signal);
+      },
       reconcile: async (tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal) => {
         await foldUsage(epochNow() + foldBeforeReadMs);
         return this.#readers.run('usage.reconcile', { tenantId, fromDay, toDay }, tenantId, USAGE_BUDGET_MS, signal);

@@ -21,7 +21,10 @@ export function openSqliteThreadReads(spec: { path: string; busyTimeoutMs: numbe
     }
   };
   return {
-    usage: { query: (tenantId, query) => read('usage', () => usage.query(tenantId, query)) },
+    usage: {
+      query: (tenantId, query) => read('usage', () => usage.query(tenantId, query)),
+      version: (tenantId, toDay) => read('usage', () => usage.version(tenantId, toDay)),
+    },
     storage: {
       storageDeltas: (tenantId, from, to) => read('inventory', () => inventory.storageDeltas(tenantId, from, to)),
       storageIntervals: (tenantId, from, to, filter) => read('inventory', () => inventory.storageIntervals(tenantId, from, to, filter)),

@@ -1,9 +1,10 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
 import type { Dimension, Grain, Shape, UsageSpan } from '../../usage/shapes.js';
-import type { UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
+import { EVERY_TENANT } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
 import type { Connection } from './connection.js';
 import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
@@ -17,9 +18,12 @@ const STATEMENT_CACHE = 200;
  */
 const PIECE_UNITS: Record<Grain, number> = { hour: 24, day: 1 };
 
+const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
+const REQUESTS = MEASURES.indexOf('requests');
+
 /**
  * tenant_day is scanned whole: it holds a few rows a day (provider × action), and the tenant's event
- * count (eventsBefore, read for every usage and cost answer) spans it from day 0: a piece a day since
+ * count (UsageReader.version, read for every usage and cost answer) spans it from day 0: a piece a day since
  * 1970 was ~20,000 seeks and checks, 26 ms of CPU per count instead of 0.03.
  */
 const pieceUnits = (shape: Shape): number => (shape.name === 'tenant_day' ? Number.POSITIVE_INFINITY : PIECE_UNITS[shape.grain]);
@@ -112,6 +116,21 @@ GROUP BY i${keys}`;
       for (let m = 0; m < MEASURE_COLUMNS.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
     }
     return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
+  }
+
+  /**
+   * The tenant's events before `toDay` (its tenant_day rows from day 0) and its rebuilds, its own
+   * and every tenant's (UsageStore.version). Two statements, not one snapshot: each part only grows,
+   * and a caller reads the version before its answer and again after it, so a rebuild or an event
+   * committed at any point of that shows in the second read whichever it lands between.
+   */
+  version(tenantId: number, toDay: number): DataVersion {
+    const spans = [{ window: 0, from: 0, to: toDay, sign: 1 as const }];
+    const { measures } = this.query(tenantId, { terms: [{ shape: TENANT_DAY, spans }], groupBy: [], filters: {} });
+    let events = 0n;
+    for (let i = 0; i < measures[REQUESTS]!.length; i++) events += measures[REQUESTS]![i]!;
+    const [rebuilds] = this.#prepare('SELECT coalesce(sum(generation), 0) FROM rebuilds WHERE tenant IN (?, ?)').raw(true).get(tenantId, EVERY_TENANT) as [bigint];
+    return { events, rebuilds };
   }
 
   /** In one read transaction: receipts, events and rollups from the same snapshot. */

@@ -17,6 +17,8 @@ import { CLEAR_STAGE, CREATE_STAGE, INSERT_STAGE_ROW, UNFOLDED, UPSERT_RECEIPTS,
 import { PendingStage } from './usage-stage.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
 import { INVENTORY_MORE } from './protocol.js';
+import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
+import type { RebuildKind } from '../rebuilds.js';
 
 /**
  * Most events one usage fold takes: commits wait while it runs, so it is kept to about a large commit's
@@ -90,6 +92,7 @@ function prepare(db: Connection) {
     // Only what is folded: the events past the cursor are added by their fold.
     stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`)),
     rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
+    countRebuild: db.prepare(countRebuildSql('?', '?')),
   };
 }
 
@@ -266,6 +269,7 @@ class Writer {
   /**
    * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
    * thread: no commit can run between the delete and the refill, so ingestion may go on meanwhile.
+   * The rebuild is counted in it: a process keeping answers sees the new rows and the new count together.
    */
   rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
     const s = this.#open();
@@ -280,6 +284,7 @@ class Writer {
         s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
         s.rebuildInsert[i]!.run({ fromHour: fromSecond / 3600, toHour: toSecond / 3600 });
       }
+      s.countRebuild.run(tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind);
       s.clearStage.run();
       s.commit.run();
       return null;
@@ -329,7 +334,10 @@ class Writer {
       s.begin.run();
       let result: string | null = null;
       if (op === 'catchUp') result = s.inventory.catchUp(upTo, this.data.catchUpSpan) ? INVENTORY_MORE : null;
-      else if (op === 'rebuild') s.inventory.rebuild(tenantId);
+      else if (op === 'rebuild') {
+        s.inventory.rebuild(tenantId);
+        s.countRebuild.run(tenantId ?? EVERY_TENANT, 'inventory' satisfies RebuildKind);
+      }
       else {
         const newest = s.inventory.newest();
         while (s.inventory.catchUp(newest, this.data.catchUpSpan));
