@@ -1,6 +1,7 @@
 /**
  * Computed answers a process keeps for reuse, each with the version of the data it was computed
- * from (as text: versionKey in usage/service.ts) and reused only while that is unchanged: a reuse is exactly what computing again would give.
+ * from (as text: versionKey in usage/service.ts) and reused only while that is unchanged: a reuse
+ * is exactly what computing again would give.
  * Bounded by rows, least recently used out first; an entry older than `ttlMs` is dropped; one owner
  * (a tenant) holds at most `share` of the rows, so it cannot push every other tenant's answers out.
  */

@@ -1,7 +1,8 @@
 /**
  * Key scopes, `bucketmeter usage` and the proof paths: reconcile and `usage verify` agree on an
  * honest store; rollups damaged on purpose are found by verify and mended by rebuild, while
- * ingestion goes on. Both stores.
+ * ingestion goes on, and the running server's answers kept from them (usage pages, priced cost
+ * months) are computed again at once after it. Both stores.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import Database from 'better-sqlite3';
 import { BACKENDS, dropFreshStores, withPg } from '../support/backends.js';
 import { createKey, request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
+import { SHAPES } from '../../src/usage/shapes.js';
 
 const event = (i: number, extra: Record<string, unknown> = {}) => ({
   action: i % 3 === 0 ? 'PutObject' : 'GetObject',
@@ -144,6 +146,42 @@ for (const backend of BACKENDS) {
       const afterRebuild = await request(`${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-03-05T00:00:00Z&groupBy=customerId`, { key });
       const requests = (reply: typeof before) => reply.json.rows.reduce((sum: number, r: { requests: number }) => sum + r.requests, 0);
       assert.equal(requests(afterRebuild), requests(before) + (n - 1000), 'the events sent during the rebuild are counted once');
+    });
+
+    it("the server's answers kept from damaged rollups are computed again after `usage rebuild` in another process, of the tenant and of every tenant", async () => {
+      const key = await createKey('kept', storeArgs);
+      const range = ['--from', '2026-03-01T00:00:00Z', '--to', '2026-04-01T00:00:00Z'];
+      const sent = 60;
+      assert.equal((await request(`${server.url}/s3/batch`, { key, body: Array.from({ length: sent }, (_, i) => event(i)) })).json.accepted, sent);
+      const usage = `${server.url}/v1/usage?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&groupBy=customerId`;
+      const costs = `${server.url}/v1/costs?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&groupBy=customerId`;
+      const requests = async () => (await request(usage, { key })).json.rows.reduce((sum: number, r: { requests: number }) => sum + r.requests, 0);
+      const costRows = async () => (await request(costs, { key })).json.rows;
+      for (const tenant of [['--tenant', 'kept'], []]) {
+        // Read first: a read folds what is pending, so the rows to damage are there.
+        assert.equal(await requests(), sent + (tenant.length === 0 ? 1 : 0));
+        // Every shape but tenant_day: it holds the event count, which damage there would move by itself.
+        for (const shape of SHAPES.filter((s) => s.name !== 'tenant_day')) {
+          await damage(`UPDATE ${shape.table} SET requests = requests + 7 WHERE tenant = (SELECT id FROM tenants WHERE name = 'kept')`);
+        }
+        // One more event of the month: the server computes its answers from the damaged rows, and keeps them.
+        assert.equal((await request(`${server.url}/s3`, { key, body: event(500 + tenant.length) })).status, 200);
+        const damagedRequests = await requests();
+        assert.ok(damagedRequests > sent + 1, `computed from the damaged rollups: ${damagedRequests}`);
+        assert.equal(await requests(), damagedRequests);
+        const damagedCosts = await costRows();
+        assert.deepEqual(await costRows(), damagedCosts);
+
+        const rebuilt = await runCli(['usage', 'rebuild', ...tenant, ...range, ...storeArgs]);
+        assert.equal(rebuilt.code, 0, rebuilt.stderr);
+        const counted = sent + (tenant.length === 0 ? 2 : 1);
+        assert.equal(await requests(), counted, `computed again after the rebuild of ${tenant.length === 0 ? 'every tenant' : 'the tenant'}`);
+        const fresh = await runCli(['costs', '--tenant', 'kept', ...range, '--groupBy', 'customerId', '--json', ...storeArgs]);
+        assert.equal(fresh.code, 0, fresh.stderr);
+        const priced = await costRows();
+        assert.notDeepEqual(priced, damagedCosts, 'the month priced again');
+        assert.deepEqual(priced, JSON.parse(fresh.stdout).rows, 'as another process prices it from the rebuilt rollups');
+      }
     });
   });
 }
