@@ -8,7 +8,7 @@
 /** Value types a field can have on the wire. */
 export type FieldType =
   | 'string' // UTF-8, at most MAX_STRING_BYTES bytes
-  | 'bytes' // non-negative safe integer
+  | 'bytes' // integer 0..MAX_EVENT_BYTES (16 TiB)
   | 'partNumber' // integer 1..10,000
   | 'boolean'
   | 'copySource' // { bucket, objectKey, versionId? }
@@ -17,6 +17,14 @@ export type FieldType =
 export const MAX_STRING_BYTES = 1024;
 export const MAX_DELETED_OBJECTS = 1000;
 export const MAX_PART_NUMBER = 10000;
+/**
+ * 16 TiB: above any provider's largest object (S3, GCS, R2 and Wasabi 5 TiB, B2 10 TB), so a larger
+ * size is a client's bug. It keeps what one event adds to the derived sums within the stores' 64-bit
+ * integers with room to spare: its bytes × the seconds left in its hour (the inventory's byte-seconds,
+ * up to 3,600 ×) is at most 6.3 × 10^16. A size of 2^53 − 1 was accepted before and stopped the
+ * inventory's catch-up for every tenant (its byte-seconds past 2^63).
+ */
+export const MAX_EVENT_BYTES = 2 ** 44;
 
 /** Every kind-specific field, with its type and meaning. */
 export const FIELDS = {

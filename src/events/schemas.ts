@@ -17,6 +17,7 @@ import {
   FIELDS,
   KINDS,
   MAX_DELETED_OBJECTS,
+  MAX_EVENT_BYTES,
   MAX_PART_NUMBER,
   MAX_STRING_BYTES,
   SERVER_EVENT_ID_PREFIX,
@@ -145,11 +146,11 @@ const EVENT_ID: ValueRule = {
 };
 
 const BYTES: ValueRule = {
-  schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-  expected: `integer 0 to ${Number.MAX_SAFE_INTEGER}`,
+  schema: { type: 'integer', minimum: 0, maximum: MAX_EVENT_BYTES },
+  expected: `integer 0 to ${MAX_EVENT_BYTES} (16 TiB)`,
   problem: (name, value) =>
-    typeof value === 'number' && value > Number.MAX_SAFE_INTEGER
-      ? `${name} must be at most ${Number.MAX_SAFE_INTEGER}`
+    typeof value === 'number' && Number.isInteger(value) && value > MAX_EVENT_BYTES
+      ? `${name} must be at most ${MAX_EVENT_BYTES} (16 TiB, above any provider's largest object)`
       : `${name} must be a non-negative integer`,
 };
 

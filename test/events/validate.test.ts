@@ -269,24 +269,26 @@ describe('strings', () => {
 });
 
 describe('numbers and booleans', () => {
-  it('accepts bytes from 0 to 2^53 - 1', () => {
-    for (const bytes of [0, 1, Number.MAX_SAFE_INTEGER]) assert.equal(accept(fullWireEvent('PutObject', { bytes })).bytes, bytes);
+  it('accepts bytes from 0 to 16 TiB', () => {
+    for (const bytes of [0, 1, 5 * 2 ** 40, 2 ** 44]) assert.equal(accept(fullWireEvent('PutObject', { bytes })).bytes, bytes);
   });
 
-  it('refuses negative, fractional, unsafe and non-number bytes', () => {
+  it('refuses negative, fractional, past 16 TiB and non-number bytes', () => {
     const cases: [unknown, string, string][] = [
       [-5, 'bytes must be a non-negative integer', 'number -5'],
       [1.5, 'bytes must be a non-negative integer', 'number 1.5'],
       [-0.5, 'bytes must be a non-negative integer', 'number -0.5'],
       ['5', 'bytes must be a non-negative integer', 'string "5"'],
-      [2 ** 53, 'bytes must be at most 9007199254740991', 'number 9007199254740992'],
-      [1e300, 'bytes must be at most 9007199254740991', 'number 1e+300'],
+      [2 ** 44 + 1, "bytes must be at most 17592186044416 (16 TiB, above any provider's largest object)", 'number 17592186044417'],
+      [Number.MAX_SAFE_INTEGER, "bytes must be at most 17592186044416 (16 TiB, above any provider's largest object)", 'number 9007199254740991'],
+      [2 ** 53, "bytes must be at most 17592186044416 (16 TiB, above any provider's largest object)", 'number 9007199254740992'],
+      [1e300, "bytes must be at most 17592186044416 (16 TiB, above any provider's largest object)", 'number 1e+300'],
     ];
     for (const [bytes, message, received] of cases) {
       assert.deepEqual(onlyError(fullWireEvent('PutObject', { bytes })), {
         path: '/bytes',
         message,
-        expected: 'integer 0 to 9007199254740991',
+        expected: 'integer 0 to 17592186044416 (16 TiB)',
         received,
       });
     }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { KINDS } from '../../src/events/catalogue.js';
+import { KINDS, MAX_EVENT_BYTES } from '../../src/events/catalogue.js';
 import type { ActionName, NormalizedEvent } from '../../src/events/catalogue.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
@@ -77,8 +77,8 @@ describe('sqlite usage fold from the sums the writer kept', () => {
         await store.usage.catchUp();
         await commit(store, a, unitEvents(4, 500));
         // Sums past 2^53 in one stage row: this transaction's are not kept, its events are read.
-        const huge = getObject(T + 60, { bytes: Number.MAX_SAFE_INTEGER, eventId: 'huge-1' });
-        await commit(store, a, [huge, { ...huge, eventId: 'huge-2' }, ...unitEvents(5, 100)]);
+        const huge = Array.from({ length: 2 ** 9 + 1 }, (_, i) => getObject(T + 60, { bytes: MAX_EVENT_BYTES, eventId: `huge-${i}` }));
+        await commit(store, a, [...huge, ...unitEvents(5, 100)]);
         // Hardly a shared row: the writer stops summing this one, its events are read.
         await commit(store, b, unitEvents(6, 2000, true));
         await commit(store, a, unitEvents(7, 300));

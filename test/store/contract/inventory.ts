@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { MAX_EVENT_BYTES } from '../../../src/events/catalogue.js';
 import type { NormalizedEvent } from '../../../src/events/catalogue.js';
 import { foldStorage } from '../../../src/inventory/measures.js';
 import { COARSE_SHAPES, STORAGE_SHAPES, planStorage } from '../../../src/inventory/shapes.js';
@@ -258,6 +259,19 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
           ],
         },
       );
+    });
+
+    it('holds events of the largest size accepted exactly, in one hour and key, through catch-up and rebuild', async () => {
+      // 2^53 − 1 bytes were accepted once: its byte-seconds passed 2^63 and stopped every tenant's catch-up.
+      const store = opened!.store;
+      const tenantId = await tenant();
+      const put = (i: number, seconds: number): RefEvent => ({ eventId: `max-${i}`, provider: 'wasabi', bucket: 'b1', timestamp: T0 + seconds, customerId: 'c1', action: 'PutObject', objectKey: 'big', versionId: `v${i}`, bytes: MAX_EVENT_BYTES });
+      const events = [put(0, 1), put(1, 1800), put(2, 3599), put(3, 3 * 3600 + 7)];
+      await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0 + 100_000, event: wire(e) })), quarantine: [] });
+      await expectMatches(store, tenantId, events, 'after the catch-up');
+      assert.deepEqual(await store.inventory.verify(tenantId), []);
+      await store.inventory.rebuild(tenantId);
+      await expectMatches(store, tenantId, events, 'after rebuild');
     });
 
     it('equals the reference model after every catch-up when late events reach copies, uploads\' keys and forced deletes', async () => {
