@@ -26,5 +26,7 @@ if (!process.env.TEST_DATABASE_URL) {
 // memory: they keep node's default. A --test-concurrency given on the command line wins.
 const extra = process.argv.slice(3);
 const concurrency = suite !== 'default' || extra.some((arg) => arg.startsWith('--test-concurrency')) ? [] : ['--test-concurrency=4'];
-const result = spawnSync(process.execPath, ['--test', ...concurrency, ...extra, ...files], { stdio: 'inherit' });
+// Every file's process loads the fast-check settings first (test/support/fast-check-setup.ts).
+const setup = ['--import', new URL('../dist/test/support/fast-check-setup.js', import.meta.url).href];
+const result = spawnSync(process.execPath, [...setup, '--test', ...concurrency, ...extra, ...files], { stdio: 'inherit' });
 process.exit(result.status ?? 1);

@@ -10,7 +10,7 @@
  * it must yield, for property tests.
  */
 import fc from 'fast-check';
-import { COMMON_FIELDS, FIELD_ALIASES, FIELD_DEFAULTS, FIELD_FALLBACKS, FIELDS, KINDS, MAX_STRING_BYTES, RESERVED_FIELDS } from '../../src/events/catalogue.js';
+import { COMMON_FIELDS, FIELD_ALIASES, FIELD_DEFAULTS, FIELD_FALLBACKS, FIELDS, KINDS, MAX_EVENT_BYTES, MAX_STRING_BYTES, RESERVED_FIELDS } from '../../src/events/catalogue.js';
 import type { ActionName, CopySource, DeletedObject, EventRecord, FieldName, FieldValue } from '../../src/events/catalogue.js';
 import { SERVER_EVENT_ID_PREFIX } from '../../src/events/catalogue.js';
 
@@ -140,7 +140,7 @@ const deletedObjectPair = objectOf({
 
 const VALUE_PAIRS = {
   string: given(text),
-  bytes: given(fc.maxSafeNat()),
+  bytes: given(fc.integer({ min: 0, max: MAX_EVENT_BYTES })),
   partNumber: given(fc.integer({ min: 1, max: 10000 })),
   boolean: given(fc.boolean()),
   copySource: copySourcePair,
