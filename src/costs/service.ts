@@ -254,7 +254,8 @@ export class CostService {
   async priceMonth(tenantId: number, month: string, providers?: readonly string[], budget = this.#budget()): Promise<PricedAccount[]> {
     const { end } = monthBounds(month);
     const complete = end <= (this.deps.now?.() ?? Date.now() / 1000);
-    const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${providers === undefined ? '' : [...providers].sort().join('\u0001')}`;
+    // JSON, not a join: a filter to the provider '' (events with none) must not read as no filter.
+    const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${JSON.stringify(providers === undefined ? null : [...providers].sort())}`;
     checkpoint(budget);
     const version = await this.#version(tenantId, end);
     const kept = this.#kept.get(tenantId, id, versionKey(version));
