@@ -120,12 +120,16 @@ export const OPENING_FROM = -24 * 1_000_000;
 
 /**
  * A term's sums over its spans, as SQL aggregates over a shape's row `u` joined to a span `w` (its
- * window's end in `w.${end}`), in StorageWindowSums order: Σbytes, Σtail, Σbytes × (window end − hour
- * − 1), Σobjects, Σmarkers, Σunknown, ΣpartBytes.
+ * window in `w.${window}`, −1 for the opening; its window's end in `w.${end}`), in StorageWindowSums
+ * order: Σbytes, Σtail, Σbytes × (window end − hour − 1), Σobjects, Σmarkers, Σunknown, ΣpartBytes.
+ * The opening's tail and weighted sums are 0 (it carries levels only): over every hour before the
+ * first window they grow with the data's age (a few TB a day for two years pass 2^63 bytes × hours),
+ * and summing them overflowed the stores' 64-bit integers, answering 500 for nothing used.
  */
-export function sumsSql(shape: StorageShape, end: string): string[] {
+export function sumsSql(shape: StorageShape, window: string, end: string): string[] {
   const weighted = shape.grain === 'day' ? `u.${BYTES_LEFT} + u.bytes * (w.${end} - 24 * u.day - 24)` : `u.bytes * (w.${end} - u.hour - 1)`;
-  return ['u.bytes', 'u.tail', weighted, 'u.objects', 'u.markers', 'u.unknown', 'u.part_bytes'].map((x) => `sum(${x})`);
+  const inWindow = (x: string) => `CASE WHEN w.${window} < 0 THEN 0 ELSE ${x} END`;
+  return ['u.bytes', inWindow('u.tail'), inWindow(weighted), 'u.objects', 'u.markers', 'u.unknown', 'u.part_bytes'].map((x) => `sum(${x})`);
 }
 
 /** A shape's dimension columns, in its key's order. */
@@ -141,10 +145,7 @@ export interface TermRow {
   sums: bigint[];
 }
 
-/**
- * Every term's rows added per window and group: a window's answer from days and hours. The opening
- * carries levels only, its tail and weighted sums 0.
- */
+/** Every term's rows added per window and group: a window's answer from days and hours. */
 export function addTerms(rows: Iterable<TermRow>): TermRow[] {
   const out = new Map<string, TermRow>();
   for (const row of rows) {
@@ -153,9 +154,7 @@ export function addTerms(rows: Iterable<TermRow>): TermRow[] {
     if (got === undefined) out.set(key, { window: row.window, ids: row.ids, sums: [...row.sums] });
     else for (let i = 0; i < row.sums.length; i++) got.sums[i]! += row.sums[i]!;
   }
-  const added = [...out.values()];
-  for (const row of added) if (row.window === -1) row.sums[1] = row.sums[2] = 0n;
-  return added;
+  return [...out.values()];
 }
 
 /** A delta row as the stores write it (timeline.ts Deltas). */

@@ -211,7 +211,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
       const at = values.length;
       values.push(spans.map((x) => x.window), spans.map((x) => x.from), spans.map((x) => x.to), spans.map((x) => x.end));
       const time = `u.${shape.grain}`;
-      return `SELECT w.i${g}, ${sumsSql(shape, 'we').map((x) => `${x}::text`).join(', ')}
+      return `SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').map((x) => `${x}::text`).join(', ')}
 FROM unnest($${at + 1}::integer[], $${at + 2}::integer[], $${at + 3}::integer[], $${at + 4}::integer[]) AS w(i, s, e, we)
 JOIN ${shape.table} u ON u.tenant = $1 AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`;

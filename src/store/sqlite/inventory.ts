@@ -431,7 +431,7 @@ export class InventoryReader {
     for (const { shape, spans } of planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds)) {
       const time = `u.${shape.grain}`;
       const read = this.#prepare(`WITH w(i, s, e, we) AS (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))
-SELECT w.i${g}, ${sumsSql(shape, 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
+SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`).raw(true).safeIntegers(true);
       for (const r of read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][]) {
         rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: r.slice(1 + n) });

@@ -274,6 +274,20 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
       await expectMatches(store, tenantId, events, 'after rebuild');
     });
 
+    it('reads stored bytes years old within 64-bit sums: the opening is levels only', async () => {
+      // The opening (every hour before the first window) was summed in SQL with its tail and bytes ×
+      // hours to its end, then set aside: those grow with the data's age, and passed 2^63 (PostgreSQL:
+      // a product past it in one row, "bigint out of range"; SQLite: the sum of rows, "integer overflow").
+      const store = opened!.store;
+      const old = 365 * 86400;
+      for (const days of [[0, 0], [0, 1]]) {
+        const tenantId = await tenant();
+        const events = days.map((d, i): RefEvent => ({ eventId: `old-${i}`, provider: 'wasabi', bucket: 'b1', timestamp: old + d * 86400, customerId: 'c1', action: 'PutObject', objectKey: `k${i}`, bytes: MAX_EVENT_BYTES }));
+        await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0, event: wire(e) })), quarantine: [] });
+        await expectMatches(store, tenantId, events, `days ${days.join(', ')}`);
+      }
+    });
+
     it('equals the reference model after every catch-up when late events reach copies, uploads\' keys and forced deletes', async () => {
       const store = opened!.store;
       await fc.assert(
