@@ -98,7 +98,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
     return { waiting: abandonedWaiting, running: abandonedRunning };
   });
   readGauge('bucketmeter_usage_kept_rows', 'Weight of the /v1/usage answers kept for reuse, in rows (an answer: its rows, its windows and 64 for itself).', () => sources.usagePages().keptRows);
-  countedCounter('bucketmeter_usage_first_pages_total', 'Pages of /v1/usage asked without a cursor: source kept, from an answer kept at an unchanged event count; computed, the answer computed.', 'source', () => sources.usagePages().first);
+  countedCounter('bucketmeter_usage_first_pages_total', 'Pages of /v1/usage asked without a cursor: source kept, from an answer kept at an unchanged version (event count and rebuilds); computed, the answer computed.', 'source', () => sources.usagePages().first);
   countedCounter('bucketmeter_usage_next_pages_total', 'Pages of /v1/usage asked with a cursor: source kept, sliced from a kept answer; computed, the answer computed again.', 'source', () => sources.usagePages().next);
   return {
     registry,
