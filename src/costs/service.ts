@@ -258,7 +258,8 @@ export class CostService {
     const id = `${tenantId}\u0000${month}\u0000${complete}\u0000${JSON.stringify(providers === undefined ? null : [...providers].sort())}`;
     checkpoint(budget);
     const version = await this.#version(tenantId, end);
-    const kept = this.#kept.get(tenantId, id, versionKey(version));
+    const key = versionKey(version);
+    const kept = this.#kept.get(tenantId, id, key);
     if (kept !== undefined) return kept;
     const refused = this.#refused.get(id);
     if (
@@ -279,11 +280,11 @@ export class CostService {
         // there are at least as many. Anything else (stored bytes' runs) holds at an unchanged version only.
         const after = await this.#version(tenantId, end);
         if (grows) this.#refuse(id, { version: after, grows });
-        else if (versionKey(after) === versionKey(version)) this.#refuse(id, { version, grows });
+        else if (versionKey(after) === key) this.#refuse(id, { version, grows });
       }
       throw err;
     }
-    if (versionKey(await this.#version(tenantId, end)) === versionKey(version)) this.#kept.set(tenantId, id, versionKey(version), accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
+    if (versionKey(await this.#version(tenantId, end)) === key) this.#kept.set(tenantId, id, key, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
     return accounts;
   }
 
