@@ -138,7 +138,10 @@ export class BucketmeterClient {
       this.counts.rejected++;
       return undefined;
     }
-    if (this.queue.openBytes + line.length > this.o.maxBatchBytes) this.seal();
+    // The body would be `[`, the open lines with their commas (openBytes), this line and its `]`, in
+    // UTF-8 bytes. A UTF-16 unit is at most 3 of them: the line is measured only when near the bound.
+    const open = this.queue.openBytes;
+    if (open + line.length * 3 + 2 > this.o.maxBatchBytes && open + Buffer.byteLength(line) + 2 > this.o.maxBatchBytes) this.seal();
     if (!this.queue.append(line)) return this.drop(1, 'the queue is full');
     if (this.queue.openCount >= this.batchSize) this.seal();
     else this.flushTimer ??= setTimeout(() => this.seal(), this.o.maxDelayMs).unref();

@@ -156,6 +156,36 @@ describe('sender against a real bucketmeter', () => {
     }
   });
 
+  it('maxBatchBytes bounds a batch in UTF-8 bytes: Japanese and emoji ids never take a body past it (the server\'s body limit), batches are filled to it, nothing lost', async () => {
+    const LIMIT = 20_000;
+    const bounded = await startServer({ dataDir: tempDir('bm-client-bytes-'), args: ['--max-body-bytes', String(LIMIT)] });
+    const bodies: number[] = [];
+    const proxy = await startFlakyProxy(bounded.url, () => 'pass', (json) => bodies.push(json.length));
+    // 3 bytes of UTF-8 per UTF-16 unit for the kanji and kana, 2 per unit for the emoji (surrogate
+    // pairs); lines of many lengths, so that batches end at many distances from the bound.
+    const wide = (i: number): MeterEvent => ({ ...event(i), objectKey: `写真/アルバム/${i}.jpg`, customerId: `${'顧客'.repeat(1 + ((i * 7) % 150))}-${'🍣'.repeat(i % 10)}`, featureId: '動画🎬' });
+    try {
+      const ids: string[] = [];
+      for (const spoolDir of [undefined, tempDir('bm-client-bytes-spool-')]) {
+        bodies.length = 0;
+        const errors: MeterError[] = [];
+        const meter = new BucketmeterClient({ url: proxy.url, apiKey: bounded.bootstrapKey, maxBatchBytes: LIMIT, spoolDir, exitHooks: false, onError: (e) => errors.push(e) });
+        for (let i = 0; i < 600; i++) ids.push(meter.track(wide(i))!);
+        await meter.flush();
+        const stats = await meter.close();
+        assert.deepEqual(errors, [], 'no batch refused (413) or split');
+        assert.deepEqual(stats, { queued: 0, sent: 600, duplicates: 0, retried: 0, rejected: 0, dropped: 0 });
+        assert.ok(Math.max(...bodies) <= LIMIT, `bodies of ${Math.max(...bodies)} bytes, spool ${spoolDir !== undefined}`);
+        // Sealed by the bound, not earlier: only the last batch is short of it by more than a line (at most ~1,200 bytes).
+        assert.ok(bodies.filter((b) => b < LIMIT - 1500).length <= 1, `bodies ${bodies.join(', ')}`);
+      }
+      await audit(bounded.url, bounded.bootstrapKey!, ids);
+    } finally {
+      await proxy.close();
+      await bounded.stop();
+    }
+  });
+
   it('401: said once, nothing more sent, flush() does not hang; close() counts the queue as dropped', async () => {
     const errors: MeterError[] = [];
     const meter = new BucketmeterClient({ url: server.url, apiKey: 'bmk_wrong', exitHooks: false, onError: (e) => errors.push(e) });

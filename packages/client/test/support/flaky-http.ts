@@ -1,9 +1,11 @@
 /**
  * An HTTP proxy in front of a real bucketmeter that makes some batch requests fail in the two ways
  * that matter: refused (503 + Retry-After, the server never saw it) and lost (the server stored the
- * batch, but the client is told 503: a retry then sends events already stored).
+ * batch, but the client is told 503: a retry then sends events already stored). It can also show
+ * each batch's body, decompressed, as the server reads it.
  */
 import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 
 export interface FlakyProxy {
   url: string;
@@ -12,12 +14,21 @@ export interface FlakyProxy {
   close(): Promise<void>;
 }
 
-export async function startFlakyProxy(target: string, fate: (n: number) => 'pass' | 'refuse' | 'lose'): Promise<FlakyProxy> {
+export async function startFlakyProxy(target: string, fate: (n: number) => 'pass' | 'refuse' | 'lose', onBatch?: (json: Buffer) => void): Promise<FlakyProxy> {
   const upstream = new URL(target);
   let n = 0;
   const proxy: FlakyProxy = { url: '', refused: 0, lost: 0, close: async () => {} };
   const server = http.createServer((req, res) => {
-    const verdict = req.url?.includes('/batch') ? fate(n++) : 'pass';
+    const batch = req.url?.includes('/batch') === true;
+    const verdict = batch ? fate(n++) : 'pass';
+    if (batch && onBatch !== undefined) {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        onBatch(req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body);
+      });
+    }
     if (verdict === 'refuse') {
       proxy.refused++;
       req.resume();
