@@ -181,6 +181,14 @@ function sortedRows(columns: UsageColumns, windows: number): Int32Array {
  */
 export const versionKey = (version: DataVersion): string => `${version.events}/${version.rebuilds}`;
 
+/**
+ * Rows of stored bytes an answer may hold. With storage=true every group has a row in every window
+ * (levels carry on), so hourly windows over months multiply the groups: past this the request is
+ * refused (BM_ERR_ANSWER_TOO_LARGE) rather than exhaust the node's memory (933k rows peaked at 0.8 GB
+ * of the server's RSS; 5.6M at 3.7 GB, near the heap's limit).
+ */
+export const MAX_STORAGE_ROWS = 1_000_000;
+
 /** Rows of computed answers a process keeps for reuse (each row ~50 bytes as columns). */
 export const KEPT_ROWS = 1_000_000;
 /** The share of them one tenant may hold: it cannot push the others' answers out past half. */
@@ -230,11 +238,12 @@ export class UsageService {
   readonly #kept: KeptAnswers<Answer>;
   readonly #counts = { first: { kept: 0, computed: 0 }, next: { kept: 0, computed: 0 } };
 
-  /** `kept.rows`: 0 keeps nothing (every page computed). */
+  /** `kept.rows`: 0 keeps nothing (every page computed). `limits.storageRows`: MAX_STORAGE_ROWS unless given. */
   constructor(
     private readonly usage: UsageStore,
     private readonly inventory: InventoryStore,
     kept: { rows?: number; now?: () => number } = {},
+    private readonly limits: { storageRows?: number } = {},
   ) {
     this.#kept = new KeptAnswers({ rows: kept.rows ?? KEPT_ROWS, share: KEPT_SHARE, ttlMs: KEPT_MS, ...(kept.now ? { now: kept.now } : {}) });
   }
@@ -292,6 +301,17 @@ export class UsageService {
       timed(this.usage.query(tenantId, { terms, groupBy: request.groupBy, filters: request.filters }, signal)),
       request.storage ? timed(this.inventory.storage(tenantId, { bounds, groupBy: request.groupBy, filters: request.filters }, signal)) : undefined,
     ]);
+    if (storage !== undefined) {
+      const groups = new Set(storage.map((s) => JSON.stringify(s.values))).size;
+      const windows = bounds.length - 1;
+      const most = this.limits.storageRows ?? MAX_STORAGE_ROWS;
+      if (groups * windows > most) {
+        throw new BmError(
+          'BM_ERR_ANSWER_TOO_LARGE',
+          `Stored bytes of ${groups.toLocaleString('en')} groups in ${windows.toLocaleString('en')} windows are ${(groups * windows).toLocaleString('en')} rows, more than the ${most.toLocaleString('en')} a request may hold; ask for fewer windows or groups.`,
+        );
+      }
+    }
     const columns =
       storage === undefined
         ? requests
