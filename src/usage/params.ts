@@ -90,7 +90,8 @@ class Params {
     }
     const seconds = parseTimestamp(text);
     if (seconds === undefined) this.fail(name, `${name} must be an ISO 8601 time with a zone`, 'e.g. 2026-11-01T00:00:00Z', shown(text));
-    else if (seconds % unit !== 0) this.fail(name, `${name} must be on ${what}${unit === 3600 ? ' (UTC): usage is stored per hour' : ''}`, `a time on ${what}`, shown(text));
+    // parseTimestamp drops a fraction of a second (events are stored by the second): 01:00:00.5 is not on the hour.
+    else if (seconds % unit !== 0 || /\.\d*[1-9]/.test(text)) this.fail(name, `${name} must be on ${what}${unit === 3600 ? ' (UTC): usage is stored per hour' : ''}`, `a time on ${what}`, shown(text));
     else return seconds;
     return undefined;
   }
