@@ -19,7 +19,7 @@ import { columnRows } from '../store/usage-columns.js';
 import type { UsageRequest } from '../usage/params.js';
 import { timed } from '../query/timed.js';
 import { KeptAnswers } from '../query/kept.js';
-import { compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
+import { MAX_ANSWER_ROWS, compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { StorageRun } from './storage.js';
@@ -120,6 +120,8 @@ export interface CostDeps {
   now?: () => number;
   /** Default MAX_KEY_HOURS. */
   maxKeyHours?: number;
+  /** Rows (groups × windows) an answer may hold; default MAX_ANSWER_ROWS. */
+  maxAnswerRows?: number;
   /** Default KEPT_ROWS; 0 keeps none. */
   keptRows?: number;
 }
@@ -212,6 +214,9 @@ export class CostService {
     // Each month's share of the answer, kept with the month's rows (so for as long as they are).
     const answer = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
     const merged: CostGroups = new Map();
+    const most = this.deps.maxAnswerRows ?? MAX_ANSWER_ROWS;
+    const tooMany = () =>
+      new BmError('BM_ERR_ANSWER_TOO_LARGE', `The costs asked for are more than the ${most.toLocaleString('en')} rows (groups × windows) a request may hold; ask for fewer windows or groups.`);
     const budget = this.#budget(cancelled);
     for (const month of monthsOf(request.from, request.to)) {
       const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
@@ -223,11 +228,17 @@ export class CostService {
       let groups = answers.get(answer);
       if (groups === undefined) {
         groups = new Map();
-        for (const account of accounts) addCosts(groups, cut(account.rows, request), request.groupBy as CostDimension[], (hour) => bounds[windowOf(hour)]! * HOUR, '', (hour) => bounds[windowOf(hour) + 1]! * HOUR);
+        for (const account of accounts) {
+          // Stopped part way: not kept. The month's groups count against what the months before left (a window
+          // across two months counts in both: refused a little early near the bound, never late).
+          const whole = addCosts(groups, cut(account.rows, request), request.groupBy as CostDimension[], (hour) => bounds[windowOf(hour)]! * HOUR, '', (hour) => bounds[windowOf(hour) + 1]! * HOUR, most - merged.size);
+          if (!whole) throw tooMany();
+        }
         if (answers.size >= KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
         answers.set(answer, groups);
       }
       mergeCosts(merged, groups);
+      if (merged.size > most) throw tooMany();
     }
     const groups = groupedCosts(merged);
     const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));

@@ -47,8 +47,20 @@ export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly C
 /** Groups being summed (integer units), by window, dimensions, plan, currency and flags. */
 export type CostGroups = Map<string, { readonly g: Omit<GroupedCost, keyof CostTotals>; readonly sums: Record<keyof CostTotals, bigint> }>;
 
-/** Adds rows into `groups` (groupCosts' parameters). */
-export function addCosts(groups: CostGroups, rows: Iterable<ProviderCostRow>, groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = '', windowEnd?: (hour: number) => number): void {
+/**
+ * Adds rows into `groups` (groupCosts' parameters). False, with `groups` part way, once a row would
+ * make more than `most` groups: a run adds a group to every window it stands in, so the groups of a
+ * fine granularity can far outnumber the rows priced.
+ */
+export function addCosts(
+  groups: CostGroups,
+  rows: Iterable<ProviderCostRow>,
+  groupBy: readonly CostDimension[],
+  windowOf: (hour: number) => number,
+  provider = '',
+  windowEnd?: (hour: number) => number,
+  most = Number.POSITIVE_INFINITY,
+): boolean {
   const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
   for (const r of rows) {
     const values = groupBy.map((d) => (d === 'provider' ? (r.provider ?? provider) : (r.key?.[d] ?? null)));
@@ -69,6 +81,7 @@ export function addCosts(groups: CostGroups, rows: Iterable<ProviderCostRow>, gr
       const id = start + rest;
       let group = groups.get(id);
       if (group === undefined) {
+        if (groups.size >= most) return false;
         const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
         group = { g: { start, dimensions, planId, currency: r.currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
         groups.set(id, group);
@@ -78,6 +91,7 @@ export function addCosts(groups: CostGroups, rows: Iterable<ProviderCostRow>, gr
       group.sums.totalCost += amount;
     }
   }
+  return true;
 }
 
 /** Adds the sums of `from` into `into` (exact: integer units); `from` is left as it was. */

@@ -182,12 +182,13 @@ function sortedRows(columns: UsageColumns, windows: number): Int32Array {
 export const versionKey = (version: DataVersion): string => `${version.events}/${version.rebuilds}`;
 
 /**
- * Rows of stored bytes an answer may hold. With storage=true every group has a row in every window
- * (levels carry on), so hourly windows over months multiply the groups: past this the request is
- * refused (BM_ERR_ANSWER_TOO_LARGE) rather than exhaust the node's memory (933k rows peaked at 0.8 GB
- * of the server's RSS; 5.6M at 3.7 GB, near the heap's limit).
+ * Rows an answer of stored bytes, or of costs, may hold. Stored bytes (and their cost) carry on, so
+ * a group holding some has a row in every window, and hourly windows over months multiply the
+ * groups: past this the request is refused (BM_ERR_ANSWER_TOO_LARGE) rather than exhaust the node's
+ * memory (933k rows of usage peaked at 0.8 GB of the server's RSS, 5.6M at 3.7 GB, near the heap's
+ * limit; 933k of cost at 1.9 GB).
  */
-export const MAX_STORAGE_ROWS = 1_000_000;
+export const MAX_ANSWER_ROWS = 1_000_000;
 
 /** Rows of computed answers a process keeps for reuse (each row ~50 bytes as columns). */
 export const KEPT_ROWS = 1_000_000;
@@ -238,7 +239,7 @@ export class UsageService {
   readonly #kept: KeptAnswers<Answer>;
   readonly #counts = { first: { kept: 0, computed: 0 }, next: { kept: 0, computed: 0 } };
 
-  /** `kept.rows`: 0 keeps nothing (every page computed). `limits.storageRows`: MAX_STORAGE_ROWS unless given. */
+  /** `kept.rows`: 0 keeps nothing (every page computed). `limits.storageRows`: MAX_ANSWER_ROWS unless given. */
   constructor(
     private readonly usage: UsageStore,
     private readonly inventory: InventoryStore,
@@ -304,7 +305,7 @@ export class UsageService {
     if (storage !== undefined) {
       const groups = new Set(storage.map((s) => JSON.stringify(s.values))).size;
       const windows = bounds.length - 1;
-      const most = this.limits.storageRows ?? MAX_STORAGE_ROWS;
+      const most = this.limits.storageRows ?? MAX_ANSWER_ROWS;
       if (groups * windows > most) {
         throw new BmError(
           'BM_ERR_ANSWER_TOO_LARGE',

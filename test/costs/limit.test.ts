@@ -15,6 +15,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { SqliteStore } from '../../src/store/sqlite/index.js';
 import { getObject, newTenant } from '../store/contract.js';
 import { scratchDir } from '../support/scratch.js';
+import type { UsageRequest } from '../../src/usage/params.js';
 
 const MONTH_START = Date.UTC(2026, 2, 1) / 1000;
 const HOUR = 3600;
@@ -57,6 +58,28 @@ describe('cost: the bound on key × hour quantities per request', () => {
     assert.deepEqual(backblaze, unbounded.filter((a) => a.rows.every((r) => r.provider === 'backblaze')));
     // At the bound exactly, the whole answer is priced and equals the unbounded one.
     assert.deepEqual(await service(7).fineRows(tenantId, request()), unbounded);
+  });
+
+  it('refuses an answer of more rows (groups × windows) than its bound, and gives the unbounded one at the bound exactly', async () => {
+    // Stored bytes are priced in every hour they stand: 3 customers' objects, priced by the hour over
+    // two months' edges (March 31 22:00 to April 1 04:00, 6 windows) are 18 rows from 3 runs priced.
+    const { tenantId: stored } = await newTenant(store);
+    const APRIL = MONTH_START + 31 * 24 * HOUR;
+    const puts = ['c1', 'c2', 'c3'].map((customerId, i) => ({ action: 'PutObject', timestamp: MONTH_START + i, provider: 'aws', bucket: 'media', objectKey: `o${i}`, bytes: 5_000_000_000, customerId }) as NormalizedEvent);
+    await store.commit({ events: puts.map((event) => ({ tenantId: stored, receivedAt: MONTH_START + 10, event })), quarantine: [] });
+    const hourly: UsageRequest = { from: APRIL - 2 * HOUR, to: APRIL + 4 * HOUR, granularity: 'hour', timeZone: 'UTC', groupBy: ['customerId'], filters: {}, format: 'json', limit: 100_000, storage: false };
+    const answer = (maxAnswerRows?: number) => new CostService({ usage: store.usage, storage: store.storageFeed, pricing, maxAnswerRows }).query(stored, hourly);
+    const unbounded = await answer();
+    assert.deepEqual(unbounded.rows.map((r) => r.dimensions.customerId).sort(), Array.from({ length: 6 }, () => ['c1', 'c2', 'c3']).flat().sort());
+    for (const most of [17, 12, 5]) {
+      await assert.rejects(answer(most), (err: unknown) => {
+        assert.ok(err instanceof BmError);
+        assert.equal(err.code, 'BM_ERR_ANSWER_TOO_LARGE');
+        assert.match(err.message, new RegExp(`more than the ${most} rows \\(groups × windows\\) a request may hold`));
+        return true;
+      });
+    }
+    assert.deepEqual(await answer(18), unbounded);
   });
 
   describe('a month past the bound', () => {
