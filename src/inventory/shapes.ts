@@ -14,6 +14,7 @@ import type { InventoryDifference } from '../store/types.js';
 import { DIMENSIONS, DIMENSION_COLUMN } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { Attribution } from './timeline.js';
+import { fromStored, highColumn, storedColumns, wideColumnsMigrationSql, widePositions } from '../store/wide.js';
 
 /** The delta columns of every shape, in timeline.ts DELTA_MEASURES order. */
 export const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'] as const;
@@ -37,6 +38,15 @@ export const BYTES_LEFT = 'bytes_left';
 
 /** A shape's value columns: the deltas, and a day shape's BYTES_LEFT. */
 export const valueColumns = (shape: StorageShape): string[] => (shape.grain === 'day' ? [...DELTA_COLUMNS, BYTES_LEFT] : [...DELTA_COLUMNS]);
+
+/** The value columns summing bytes: kept wide (store/wide.ts), their sums unbounded (146 of the largest events in an hour pass 2^63 byte-seconds). */
+export const WIDE_VALUE_COLUMNS = ['bytes', 'tail', 'part_bytes', BYTES_LEFT];
+
+/** A shape's value columns as stored: valueColumns (the wide ones' low parts), then the wide ones' high parts. */
+export const storedValueColumns = (shape: StorageShape): string[] => storedColumns(valueColumns(shape), WIDE_VALUE_COLUMNS);
+
+/** Where a shape's wide columns are among its valueColumns (store/wide.ts toStored, fromStored). */
+export const wideValuePositions = (shape: StorageShape): number[] => widePositions(valueColumns(shape), WIDE_VALUE_COLUMNS);
 
 /**
  * Cheapest first (rows of 30 days at the bench's 1M events: 50 buckets, 1,000 customers; the full
@@ -127,10 +137,23 @@ export const OPENING_FROM = -24 * 1_000_000;
  * and summing them overflowed the stores' 64-bit integers, answering 500 for nothing used.
  */
 export function sumsSql(shape: StorageShape, window: string, end: string): string[] {
-  const weighted = shape.grain === 'day' ? `u.${BYTES_LEFT} + u.bytes * (w.${end} - 24 * u.day - 24)` : `u.bytes * (w.${end} - u.hour - 1)`;
+  const part = (high: boolean) => (c: string) => (high ? `u.${highColumn(c)}` : `u.${c}`);
   const inWindow = (x: string) => `CASE WHEN w.${window} < 0 THEN 0 ELSE ${x} END`;
-  return ['u.bytes', inWindow('u.tail'), inWindow(weighted), 'u.objects', 'u.markers', 'u.unknown', 'u.part_bytes'].map((x) => `sum(${x})`);
+  // Each wide sum twice, over the low and the high parts (sumsOf joins them): a part times hours stays far within 2^63.
+  const sums = (high: boolean) => {
+    const c = part(high);
+    const weighted = shape.grain === 'day' ? `${c(BYTES_LEFT)} + ${c('bytes')} * (w.${end} - 24 * u.day - 24)` : `${c('bytes')} * (w.${end} - u.hour - 1)`;
+    return [c('bytes'), inWindow(c('tail')), inWindow(weighted), c('part_bytes')];
+  };
+  const [bytes, tail, weighted, parts] = sums(false);
+  return [bytes!, tail!, weighted!, 'u.objects', 'u.markers', 'u.unknown', parts!, ...sums(true)].map((x) => `sum(${x})`);
 }
+
+/** Where sumsSql's wide sums are among the first seven (their high parts follow them). */
+const WIDE_SUMS = [0, 1, 2, 6];
+
+/** The seven sums (StorageWindowSums order) of sumsSql's columns read from `raw` at `at`. */
+export const sumsOf = (raw: readonly bigint[], at: number): bigint[] => fromStored(raw, at, 7, WIDE_SUMS);
 
 /** A shape's dimension columns, in its key's order. */
 export const dimensionColumns = (shape: StorageShape): string[] => shape.dimensions.map((d) => DIMENSION_COLUMN[d]);
@@ -220,7 +243,7 @@ export function compareShapes(tenantId: number, fine: ShapeRow[], stored: Map<St
 
 /**
  * The migration step that fills each coarse shape from `inventory_hours` (both stores; `create`
- * gives a shape's CREATE TABLE in the store's dialect).
+ * gives a shape's CREATE TABLE in the store's dialect), as migration 10 did: before sums were wide.
  */
 export function coarseShapesMigrationSql(create: (shape: StorageShape) => string): string {
   return COARSE_SHAPES.map((shape) => {
@@ -231,4 +254,9 @@ export function coarseShapesMigrationSql(create: (shape: StorageShape) => string
 INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${cols}, ${valueColumns(shape).join(', ')})
 SELECT tenant, ${time}, ${cols}, ${[...DELTA_COLUMNS.map((c) => `sum(${c})`), ...left].join(', ')} FROM ${FINE_SHAPE.table} GROUP BY tenant, ${time}, ${cols};`;
   }).join('\n');
+}
+
+/** Migration 12 on both stores: every delta shape's wide columns given their high parts (store/wide.ts). */
+export function wideShapesMigrationSql(type: string): string {
+  return STORAGE_SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, valueColumns(shape).filter((c) => WIDE_VALUE_COLUMNS.includes(c)), type)).join('\n');
 }

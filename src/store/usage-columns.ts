@@ -9,7 +9,8 @@ export interface IdColumns {
   length: number;
   window: Int32Array;
   ids: Int32Array[];
-  measures: BigInt64Array[];
+  /** BigInt64Array, or bigint[] once a value past 64 bits is set (setMeasure). */
+  measures: (BigInt64Array | bigint[])[];
 }
 
 export function idColumns(groupBy: readonly Dimension[], length: number): IdColumns {
@@ -19,6 +20,19 @@ export function idColumns(groupBy: readonly Dimension[], length: number): IdColu
     ids: groupBy.map(() => new Int32Array(length)),
     measures: MEASURES.map(() => new BigInt64Array(length)),
   };
+}
+
+/**
+ * Sets a row's measure. A column given a value past 64 bits becomes a bigint[] (a BigInt64Array
+ * would keep it modulo 2^64: a wrong figure): byte sums are wide (store/wide.ts), their totals unbounded.
+ */
+export function setMeasure(rows: IdColumns, m: number, i: number, value: bigint): void {
+  let column = rows.measures[m]!;
+  if (column instanceof BigInt64Array && BigInt.asIntN(64, value) !== value) {
+    column = Array.from(column);
+    rows.measures[m] = column;
+  }
+  column[i] = value;
 }
 
 /** The dictionary ids the rows name (actions are codes, not dictionary ids). */

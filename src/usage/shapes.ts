@@ -8,6 +8,7 @@
  * dimension it groups or filters by (docs: README "Usage").
  */
 import { KINDS } from '../events/catalogue.js';
+import { fromStored, splitNumber, splitSql, storedColumns, widePositions } from '../store/wide.js';
 
 export const DIMENSIONS = ['provider', 'bucket', 'customerId', 'featureId', 'clientType', 'clientId', 'action'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -32,6 +33,8 @@ export const MEASURE_COLUMN: Record<Measure, string> = {
   billableEgressBytes: 'egress_bytes',
   writtenBytes: 'written_bytes',
 };
+
+export const MEASURE_COLUMNS = MEASURES.map((m) => MEASURE_COLUMN[m]);
 
 export type Grain = 'hour' | 'day';
 /** Hours per unit of each grain; also the name of a shape's time column. */
@@ -166,7 +169,7 @@ export interface EventColumns {
   dims: Record<Exclude<Dimension, 'action'>, string>;
 }
 
-/** The measures of a set of events rows, as SQL aggregates, in MEASURES order. */
+/** The measures of a set of events rows, as SQL aggregates, in MEASURES order: what the migrations that filled the rollups, before they were wide, summed. */
 export function measureSql(c: EventColumns): string[] {
   return [
     'count(*)',
@@ -177,17 +180,48 @@ export function measureSql(c: EventColumns): string[] {
 }
 
 /**
- * One event's measures added into `sums` (MEASURES order), as measureSql's aggregates count it: the
- * writer sums a transaction's events with this while it inserts them (SQLite's usage stage).
- * `billable` is the stored column (null when absent, which counts as billable).
+ * The measures as the rollups store them (STORED_MEASURE_COLUMNS order), as SQL aggregates: each
+ * event's bytes split (store/wide.ts), so that no sum passes 2^63 however many events of the largest
+ * size a row holds.
+ */
+export function storedMeasureSql(c: EventColumns): string[] {
+  const [low, high] = splitSql(`coalesce(${c.bytes}, 0)`);
+  const of = (when: string, x: string) => `sum(CASE WHEN ${when} THEN ${x} ELSE 0 END)`;
+  const read = `${c.action} = ${GET}`;
+  const egress = `${c.action} = ${GET} AND ${c.billable}`;
+  const written = `${c.action} IN (${WRITES.join(', ')})`;
+  return ['count(*)', of(read, low), of(egress, low), of(written, low), of(read, high), of(egress, high), of(written, high)];
+}
+
+/** The byte measures: kept wide (store/wide.ts), their sums unbounded. */
+export const WIDE_MEASURE_COLUMNS = MEASURE_COLUMNS.filter((c) => c !== 'requests');
+/** The rollups' measure columns as stored: MEASURE_COLUMNS (the byte ones' low parts), then the byte ones' high parts. */
+export const STORED_MEASURE_COLUMNS = storedColumns(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS);
+const WIDE_AT = widePositions(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS);
+
+/** The measures (MEASURES order) of stored columns' values read from `raw` at `at`. */
+export const measuresOf = (raw: readonly bigint[], at: number): bigint[] => fromStored(raw, at, MEASURES.length, WIDE_AT);
+
+/**
+ * One event's measures added into `sums` (STORED_MEASURE_COLUMNS order), as storedMeasureSql's
+ * aggregates count it: the writer sums a transaction's events with this while it inserts them
+ * (SQLite's usage stage). `billable` is the stored column (null when absent, which counts as billable).
  */
 export function addMeasures(sums: Float64Array, at: number, action: number, bytes: number | null, billable: number | null): void {
   sums[at]! += 1;
   if (bytes === null) return;
+  const [low, high] = splitNumber(bytes);
   if (action === GET) {
-    sums[at + 1]! += bytes;
-    if (billable !== 0) sums[at + 2]! += bytes;
-  } else if (WRITES.includes(action)) sums[at + 3]! += bytes;
+    sums[at + 1]! += low;
+    sums[at + 4]! += high;
+    if (billable !== 0) {
+      sums[at + 2]! += low;
+      sums[at + 5]! += high;
+    }
+  } else if (WRITES.includes(action)) {
+    sums[at + 3]! += low;
+    sums[at + 6]! += high;
+  }
 }
 
 /** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */
@@ -199,8 +233,6 @@ export function keySql(shape: Pick<Shape, 'grain' | 'dimensions'>, c: EventColum
 export function keyColumns(shape: Shape): string[] {
   return ['tenant', shape.grain, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])];
 }
-
-export const MEASURE_COLUMNS = MEASURES.map((m) => MEASURE_COLUMN[m]);
 
 /**
  * The rows of `shape` that hours [fromHour, toHour) touch, in its grain's units, and the events

@@ -3,7 +3,8 @@
  * the outbox by the migration, and the first read builds the inventory from them. And from schema 5,
  * whose inventory was built but has no per-key log (migration 7): the first catch-up logs every
  * stored event, so that a late event is replayed with the history before the upgrade. From before the
- * coarse delta shapes (schema 9): migration 10 fills them from the stored hourly deltas. Both stores.
+ * coarse delta shapes (schema 9): migration 10 fills them from the stored hourly deltas. From before
+ * wide byte sums (schema 11): migration 12 splits what is stored. Both stores.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -18,7 +19,10 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { Store } from '../../src/store/types.js';
-import { COARSE_SHAPES, STORAGE_SHAPES } from '../../src/inventory/shapes.js';
+import { columnRows } from '../../src/store/usage-columns.js';
+import { COARSE_SHAPES, STORAGE_SHAPES, WIDE_VALUE_COLUMNS, valueColumns } from '../../src/inventory/shapes.js';
+import { SHAPES, WIDE_MEASURE_COLUMNS } from '../../src/usage/shapes.js';
+import { highColumn } from '../../src/store/wide.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { tempDir } from '../support/server.js';
 
@@ -67,8 +71,20 @@ const EVENTS_PG = `INSERT INTO tenants (id, name) VALUES (1, 'old');
   INSERT INTO dict (id, value) VALUES (1, 'aws'), (2, 'cus'), (3, 'photos');
   INSERT INTO events (seq, ts, received_at, tenant_id, action, provider_id, customer_id, bucket_id, object_key, bytes, event_id)
     VALUES (1, ${T}, ${T + 5}, 1, 2, 1, 2, 3, 'a', 100, 'put-a'), (2, ${T + 60}, ${T + 65}, 1, 1, 1, 2, 3, 'a', 100, 'get-a');`;
-/** The inventory's tables of schema 5 (unchanged since): what its catch-up had built. */
+/** The inventory's tables of schema 5 (unchanged since but for migration 12's columns): what its catch-up had built. */
 const BUILT_TABLES = ['inventory', 'inventory_hours'];
+
+/**
+ * Undoes migration 12 on a store of the current schema: each wide column's value back in its low
+ * column, its high column dropped (SQL of both stores).
+ */
+const NARROW_SQL = [
+  ...SHAPES.map((shape) => [shape.table, WIDE_MEASURE_COLUMNS] as const),
+  ...STORAGE_SHAPES.map((shape) => [shape.table, valueColumns(shape).filter((c) => WIDE_VALUE_COLUMNS.includes(c))] as const),
+]
+  .map(([table, wide]) => `UPDATE ${table} SET ${wide.map((c) => `${c} = ${c} + (${highColumn(c)} << 24)`).join(', ')};
+    ${wide.map((c) => `ALTER TABLE ${table} DROP COLUMN ${highColumn(c)};`).join('\n')}`)
+  .join('\n');
 
 /**
  * A store of schema 5 whose inventory was built (the outbox applied) from the events of oldStore.
@@ -90,8 +106,10 @@ async function builtStore(backend: 'sqlite' | 'postgres'): Promise<Store> {
     migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 3), () => T);
     db.exec(EVENTS_SQLITE);
     migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 5), () => T);
+    // Schema 5's columns (the twin's high parts are 0: its sizes are small).
+    const columns = (t: string) => (db.prepare(`SELECT name FROM pragma_table_info('${t}')`).pluck().all() as string[]).join(', ');
     db.exec(`ATTACH '${twinPath}' AS twin; DELETE FROM inventory_outbox;
-      ${BUILT_TABLES.map((t) => `INSERT INTO ${t} SELECT * FROM twin.${t};`).join('\n')}
+      ${BUILT_TABLES.map((t) => `INSERT INTO ${t} SELECT ${columns(t)} FROM twin.${t};`).join('\n')}
       DETACH twin;`);
     db.close();
     return openSqliteStore({ path });
@@ -111,9 +129,11 @@ async function builtStore(backend: 'sqlite' | 'postgres'): Promise<Store> {
     await migratePg(pool, PG_MIGRATIONS.slice(0, 5));
     await pool.query('DELETE FROM inventory_outbox');
     for (const table of BUILT_TABLES) {
-      const { rows, fields } = await twin.query(`SELECT * FROM ${table}`);
+      const { rows } = await twin.query(`SELECT * FROM ${table}`);
       assert.ok(rows.length > 0, `the twin built ${table}`);
-      // Not the ids: new entries take theirs from the table's own sequence.
+      // Schema 5's columns (the twin's high parts are 0: its sizes are small); not the ids: new
+      // entries take theirs from the table's own sequence.
+      const { fields } = await pool.query(`SELECT * FROM ${table} LIMIT 0`);
       const columns = fields.map((f) => f.name).filter((c) => c !== 'id');
       for (const row of rows) await pool.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`, columns.map((c) => row[c]));
     }
@@ -206,14 +226,61 @@ for (const backend of BACKENDS) {
       } finally {
         await store.close();
       }
-      // A store of schema 9 with its inventory built: no coarse shapes yet, nor the later steps' tables.
-      await fresh.raw(`${COARSE_SHAPES.map((shape) => `DROP TABLE ${shape.table};`).join('\n')}
+      // A store of schema 9 with its inventory built: no coarse shapes yet, nor the later steps' tables and columns.
+      await fresh.raw(`${NARROW_SQL}
+        ${COARSE_SHAPES.map((shape) => `DROP TABLE ${shape.table};`).join('\n')}
         DROP TABLE rebuilds;
         DELETE FROM schema_migrations WHERE version >= 10;`);
       store = await fresh.open();
       try {
         assert.deepEqual(await Promise.all(queries.map((q) => store.inventory.storage(tenantId, q))), before);
         assert.deepEqual(await store.inventory.verify(tenantId), []);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
+for (const backend of BACKENDS) {
+  describe(`upgrade to wide byte sums (${backend.name})`, { skip: backend.skip }, () => {
+    it('splits the byte sums already stored: storage and usage read as before, verify and reconcile find nothing', async () => {
+      const fresh = await freshStore(backend.name);
+      const day = Math.floor(T / 86400);
+      const bounds = [T / 3600 - 1, T / 3600 + 1, T / 3600 + 3, T / 3600 + 24 * 400];
+      const queries = STORAGE_SHAPES.map((shape) => ({ bounds, groupBy: [...shape.dimensions], filters: {} }));
+      const usage = SHAPES.map((shape) => ({ terms: [{ shape, spans: [{ window: 0, from: 0, to: 1_000_000, sign: 1 as const }] }], groupBy: [...shape.dimensions], filters: {} }));
+      const read = async (store: Store, tenantId: number) => ({
+        storage: await Promise.all(queries.map((q) => store.inventory.storage(tenantId, q))),
+        usage: await Promise.all(usage.map(async (q) => columnRows(await store.usage.query(tenantId, q)))),
+      });
+      let store = await fresh.open();
+      let before: unknown;
+      let tenantId: number;
+      try {
+        ({ tenantId } = await store.keys.create({ id: 'key_wide', tenantName: 'wide', hash: Buffer.alloc(32, 2), createdAt: T }));
+        // Sizes past 2^24, whose sums migration 12 splits, and a delete (negative deltas).
+        const event = (eventId: string, at: number, action: string, objectKey: string, bytes: number | undefined) =>
+          ({ tenantId, receivedAt: T + 7200, event: { eventId, timestamp: at, action, provider: 'aws', bucket: 'photos', objectKey, ...(bytes === undefined ? {} : { bytes }), customerId: 'cus' } as unknown as NormalizedEvent });
+        await store.commit({
+          events: [event('p1', T, 'PutObject', 'a', 5_000_000_007), event('p2', T + 60, 'PutObject', 'b', 2 ** 44), event('g1', T + 70, 'GetObject', 'b', 2 ** 44), event('d1', T + 3700, 'DeleteObject', 'a', undefined)],
+          quarantine: [],
+        });
+        before = await read(store, tenantId);
+        const text = JSON.stringify(before, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+        assert.ok(text.includes(`"${2 ** 44}"`) && text.includes('"-5000000007"'), 'the reads hold the sizes sent');
+      } finally {
+        await store.close();
+      }
+      // A store of schema 11: its byte sums in one column each.
+      await fresh.raw(`${NARROW_SQL}
+        DELETE FROM schema_migrations WHERE version >= 12;`);
+      store = await fresh.open();
+      try {
+        assert.deepEqual(await read(store, tenantId), before);
+        assert.deepEqual(await store.inventory.verify(tenantId), []);
+        const checks = await store.usage.reconcile(tenantId, day - 1, day + 2);
+        for (const c of checks) for (const rollup of Object.values(c.rollups)) assert.deepEqual(rollup, c.events, `day ${c.day}`);
       } finally {
         await store.close();
       }

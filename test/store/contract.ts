@@ -12,6 +12,10 @@ import { ACTION_NAMES, KINDS, MAX_EVENT_BYTES, SERVER_EVENT_ID_PREFIX } from '..
 import type { ActionName, EventOf, FieldName, FieldValue, NormalizedEvent } from '../../src/events/catalogue.js';
 import type { FieldError } from '../../src/events/field-error.js';
 import { InvalidCursorError, StoreUnavailableError } from '../../src/store/types.js';
+import { columnRows } from '../../src/store/usage-columns.js';
+import { planUsage } from '../../src/usage/shapes.js';
+import { countedEvents, reference, windowLabel } from '../usage/reference.js';
+import type { Dim, RefEvent, RefQuery } from '../usage/reference.js';
 import type {
   ApiKeyRecord, CommitUnit, EventLog, EventOutcome, EventQuery, EventToStore, Health, InventoryStore, JobOwnership, KeyStore, QuarantineEntry,
   QuarantineInput, QuarantineStore, Store, StoredEvent, UsageStore,
@@ -143,6 +147,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>, op
   healthContract(name, open, options, titles);
   jobsContract(name, open, options, titles);
   versionContract(name, open, options, titles);
+  usageContract(name, open, options, titles);
   // A misspelt skip would silently run the test: refuse it.
   for (const title of Object.keys(options.skip ?? {})) {
     if (!titles.has(title)) throw new Error(`storeContract(${name}): no test titled ${JSON.stringify(title)} to skip`);
@@ -719,6 +724,96 @@ function versionContract(name: string, open: () => Promise<OpenedStore>, options
       // A tenant made after them has the rebuilds of every tenant counted too: they are one count, added to each tenant's.
       const { tenantId: later } = await newTenant(store);
       assert.ok((await version(store, later)).rebuilds >= 1n);
+    });
+  });
+}
+
+type UsageUnderTest = EventLog & { keys: KeyStore; usage: UsageStore };
+
+/** A usage answer of the store as the reference model keys it (usage/reference.ts): label|values → measures, rows of all zeros left out. */
+async function usageAnswer(store: UsageUnderTest, tenantId: number, bounds: number[], granularity: 'hour' | 'day' | 'none', groupBy: Dim[]): Promise<Map<string, bigint[]>> {
+  const rows = columnRows(await store.usage.query(tenantId, { terms: planUsage(groupBy, bounds), groupBy, filters: {} }));
+  const out = new Map<string, bigint[]>();
+  for (const row of rows) {
+    if (row.measures.every((m) => m === 0n)) continue;
+    out.set(`${windowLabel(granularity, 'UTC', bounds[row.window]! * 3600)}|${JSON.stringify(row.values)}`, row.measures);
+  }
+  return out;
+}
+
+/** UsageStore: what one tenant sends cannot stop the fold or the reads of another. */
+function usageContract(name: string, open: () => Promise<OpenedStore>, options: ContractOptions, titles: Set<string>): void {
+  portSuite<UsageUnderTest>(`usage contract: ${name}`, open, options, titles, (test) => {
+    test("a tenant's byte sums past 2^63 stop no other tenant's fold or reads, and its own read exactly", async (store) => {
+      // 2^19 GetObjects of the largest size in one hour with the same dimensions (one key can send
+      // them): their bytes in that hour's rollup rows pass 2^63, which both stores refused, stopping
+      // the fold of every tenant (SQLite: "integer overflow"; PostgreSQL: "bigint out of range").
+      const attacker = (await newTenant(store)).tenantId;
+      const other = (await newTenant(store)).tenantId;
+      const H0 = T0 / 3600;
+      const big = (i: number) => ({
+        action: i % 1000 === 1 ? 'PutObject' : 'GetObject',
+        timestamp: T0 + (i % 3600),
+        provider: 'aws',
+        bucket: 'b',
+        objectKey: 'k',
+        customerId: 'c1',
+        bytes: i % 7 === 0 ? MAX_EVENT_BYTES - 12345 : MAX_EVENT_BYTES,
+        ...(i % 1000 === 1 ? {} : { isBillableEgress: i % 5 !== 0 }),
+      });
+      const count = 2 ** 19 + 2048;
+      const CHUNK = 16_384;
+      for (let from = 0; from < count; from += CHUNK) {
+        const events = Array.from({ length: Math.min(CHUNK, count - from) }, (_, k) => at(attacker, T0 + 3600, big(from + k) as unknown as NormalizedEvent));
+        await store.commit(unit(events));
+      }
+      const small = [
+        { action: 'GetObject', timestamp: T0 + 5, provider: 'aws', bucket: 'b', objectKey: 'k', customerId: 'c1', featureId: 'f1', bytes: 123 },
+        { action: 'PutObject', timestamp: T0 + 3605, provider: 'wasabi', bucket: 'b2', objectKey: 'k', customerId: 'c2', clientId: 'd1', bytes: 456 },
+        { action: 'GetObject', timestamp: T0 + 86400 + 7, provider: 'aws', bucket: 'b', objectKey: 'k', clientType: 'web', bytes: 789, isBillableEgress: false },
+        { action: 'HeadObject', timestamp: T0 + 86400 + 9, provider: 'aws', bucket: 'b', objectKey: 'k' },
+      ];
+      await store.commit(unit(small.map((e) => at(other, T0 + 2 * 86400, e as unknown as NormalizedEvent))));
+      // As the background fold would (a read folds within a budget only: 2^19 events may take longer on a busy machine).
+      await store.usage.catchUp();
+      const wire = (e: Record<string, unknown>) => ({ event: { ...e, timestamp: new Date((e.timestamp as number) * 1000).toISOString() }, valid: true });
+      const refOther = countedEvents(small.map(wire));
+      const groupBys: Dim[][] = [[], ['customerId'], ['provider', 'customerId', 'featureId', 'clientType', 'action'], ['customerId', 'featureId', 'action'], ['customerId', 'clientId'], ['bucket'], ['provider', 'bucket', 'customerId', 'featureId', 'clientType', 'clientId', 'action']];
+      const D0 = Math.floor(H0 / 24) * 24;
+      const windows: { bounds: number[]; granularity: 'hour' | 'day' | 'none' }[] = [
+        { bounds: Array.from({ length: 49 }, (_, h) => H0 - 1 + h), granularity: 'hour' },
+        { bounds: [D0, D0 + 24, D0 + 48, D0 + 72], granularity: 'day' },
+        { bounds: [D0 - 24 * 200, D0 + 24 * 200], granularity: 'none' },
+      ];
+      const query = (bounds: number[], granularity: string, groupBy: Dim[]): RefQuery => ({ from: bounds[0]! * 3600, to: bounds.at(-1)! * 3600, granularity, timeZone: 'UTC', groupBy, filters: {} });
+      for (const { bounds, granularity } of windows) {
+        for (const groupBy of groupBys) {
+          assert.deepEqual(await usageAnswer(store, other, bounds, granularity, groupBy), reference(refOther, query(bounds, granularity, groupBy)), `the other tenant: ${granularity} by ${groupBy.join(',')}`);
+        }
+      }
+      assert.equal((await store.usage.lag()).pendingEvents, 0, 'the fold kept up');
+      // The attacker's answers, exact: by the hour and over the long window (day shapes), from every shape.
+      // Summed per hour and dimensions first (the windows are whole hours): the same answers, 14 queries without 2^19 events each.
+      const perHour = new Map<string, RefEvent>();
+      for (const e of countedEvents(Array.from({ length: count }, (_, i) => wire(big(i))))) {
+        const hour = Math.floor(e.timestamp / 3600) * 3600;
+        const key = `${hour}|${JSON.stringify(e.dims)}`;
+        const got = perHour.get(key);
+        if (got === undefined) perHour.set(key, { ...e, timestamp: hour, measures: [...e.measures] });
+        else got.measures = got.measures.map((m, i) => m + e.measures[i]!);
+      }
+      const refAttacker = [...perHour.values()];
+      for (const { bounds, granularity } of windows.filter((w) => w.granularity !== 'day')) {
+        for (const groupBy of groupBys) {
+          const expected = reference(refAttacker, query(bounds, granularity, groupBy));
+          assert.ok([...expected.values()].some((m) => m[1]! > 2n ** 63n), 'past 2^63');
+          assert.deepEqual(await usageAnswer(store, attacker, bounds, granularity, groupBy), expected, `the attacker: ${granularity} by ${groupBy.join(',')}`);
+        }
+      }
+      const day = Math.floor(T0 / 86400);
+      for (const check of await store.usage.reconcile(attacker, day - 1, day + 2)) {
+        for (const [shape, sums] of Object.entries(check.rollups)) assert.deepEqual(sums, check.events, `reconcile: ${shape} on day ${check.day}`);
+      }
     });
   });
 }

@@ -13,7 +13,11 @@ import type { ActionName } from '../../events/catalogue.js';
 import { KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, restFields } from '../../inventory/rows.js';
 import { Closure, FROM_THE_START, compareEntries, deltaKey, nodeBucket, redo, splitKey, touches } from '../../inventory/timeline.js';
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
-import { COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns } from '../../inventory/shapes.js';
+import {
+  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, storedValueColumns, sumsOf, sumsSql,
+  valueColumns, wideValuePositions,
+} from '../../inventory/shapes.js';
+import { fromStored, highColumn, join, toStored } from '../wide.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -157,14 +161,14 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         const { rows } = await c.query<EntryRow>({ text: `SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = $1`, values: [tenant], rowMode: 'array' });
         const hours = new Map<string, bigint[]>();
         const h = await c.query<string[]>({
-          text: `SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.map((x) => `${x}::text`).join(', ')} FROM inventory_hours WHERE tenant = $1`,
+          text: `SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${storedValueColumns(FINE_SHAPE).map((x) => `${x}::text`).join(', ')} FROM inventory_hours WHERE tenant = $1`,
           values: [tenant],
           rowMode: 'array',
         });
         const fine: ShapeRow[] = [];
         for (const r of h.rows) {
           const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
-          const values = r.slice(8).map((v) => BigInt(v));
+          const values = fromStored(r.slice(8).map((v) => BigInt(v)), 0, DELTA_COLUMNS.length, wideValuePositions(FINE_SHAPE));
           hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), values);
           fine.push({ time: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values });
         }
@@ -173,11 +177,13 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         for (const shape of COARSE_SHAPES) {
           const n = shape.dimensions.length;
           const stored = await c.query<string[]>({
-            text: `SELECT ${shape.grain}, ${dimensionColumns(shape).join(', ')}, ${valueColumns(shape).map((x) => `${x}::text`).join(', ')} FROM ${shape.table} WHERE tenant = $1`,
+            text: `SELECT ${shape.grain}, ${dimensionColumns(shape).join(', ')}, ${storedValueColumns(shape).map((x) => `${x}::text`).join(', ')} FROM ${shape.table} WHERE tenant = $1`,
             values: [tenant],
             rowMode: 'array',
           });
-          coarse.set(shape, stored.rows.map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n).map((v) => BigInt(v)) })));
+          const count = valueColumns(shape).length;
+          const wide = wideValuePositions(shape);
+          coarse.set(shape, stored.rows.map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: fromStored(r.slice(1 + n).map((v) => BigInt(v)), 0, count, wide) })));
         }
         out.push(...compareShapes(tenant, fine, coarse));
       }
@@ -225,7 +231,7 @@ GROUP BY w.i${g}`;
       });
     }
     const texts = await this.#texts([...ids]);
-    const added = addTerms(rows.map((row) => ({ window: Number(row[0]), ids: row.slice(1, 1 + n).map(Number), sums: row.slice(1 + n).map((v) => BigInt(v)) })));
+    const added = addTerms(rows.map((row) => ({ window: Number(row[0]), ids: row.slice(1, 1 + n).map(Number), sums: sumsOf(row.slice(1 + n).map((v) => BigInt(v)), 0) })));
     return added.map((row) => ({
       window: row.window,
       values: q.groupBy.map((d, i) => (d === 'action' ? actionOf(row.ids[i]!) : (texts.get(row.ids[i]!) ?? null))),
@@ -288,22 +294,27 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     const cols = DIMENSION_COLUMNS.join(', ');
     const opening = await this.guarded(() =>
       this.pool.query<(number | string)[]>({
-        text: `SELECT ${cols}, sum(bytes)::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols} HAVING sum(bytes) <> 0`,
+        text: `SELECT ${cols}, sum(bytes)::text, sum(${highColumn('bytes')})::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols}`,
         values: [tenantId, Math.floor(from / 3600)],
         rowMode: 'array',
       }),
     );
     const rows = await this.guarded(() =>
       this.pool.query<(number | string)[]>({
-        text: `SELECT hour, ${cols}, bytes::text, tail::text FROM inventory_hours WHERE tenant = $1 AND hour >= $2 AND hour < $3 AND (bytes <> 0 OR tail <> 0) ORDER BY hour`,
+        text: `SELECT hour, ${cols}, bytes::text, tail::text, ${highColumn('bytes')}::text, ${highColumn('tail')}::text FROM inventory_hours
+          WHERE tenant = $1 AND hour >= $2 AND hour < $3 AND (bytes <> 0 OR tail <> 0 OR ${highColumn('bytes')} <> 0 OR ${highColumn('tail')} <> 0) ORDER BY hour`,
         values: [tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)],
         rowMode: 'array',
       }),
     );
     const keyOf = await this.#keyMaker([...opening.rows.map((r) => r.slice(0, 7)), ...rows.rows.map((r) => r.slice(1, 8))]);
+    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0.
+    const big = (v: unknown) => BigInt(v as string);
     return {
-      opening: opening.rows.map((r) => ({ key: keyOf(r.slice(0, 7)), bytes: BigInt(r[7]!) })),
-      deltas: rows.rows.map((r) => ({ hour: Number(r[0]) * 3600, key: keyOf(r.slice(1, 8)), bytes: BigInt(r[8]!), tailByteSeconds: BigInt(r[9]!) })),
+      opening: opening.rows.map((r) => ({ key: keyOf(r.slice(0, 7)), bytes: join(big(r[7]), big(r[8])) })).filter((o) => o.bytes !== 0n),
+      deltas: rows.rows
+        .map((r) => ({ hour: Number(r[0]) * 3600, key: keyOf(r.slice(1, 8)), bytes: join(big(r[8]), big(r[10])), tailByteSeconds: join(big(r[9]), big(r[11])) }))
+        .filter((d) => d.bytes !== 0n || d.tailByteSeconds !== 0n),
     };
   }
 
@@ -573,18 +584,20 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     for (const shape of COARSE_SHAPES) await this.#upsert(c, tenant, shape, [...project(shape, written).values()]);
   }
 
-  /** Adds rows to a shape's table. */
+  /** Adds rows to a shape's table (their values wide: store/wide.ts). */
   async #upsert(c: PoolClient, tenant: number, shape: StorageShape, rows: ShapeRow[]): Promise<void> {
     if (rows.length === 0) return;
     const columns = dimensionColumns(shape);
-    const values = valueColumns(shape);
+    const values = storedValueColumns(shape);
+    const wide = wideValuePositions(shape);
+    const stored = rows.map((r) => toStored(r.values, wide));
     const arrays = [...columns.map(() => 'integer'), ...values.map(() => 'bigint')].map((type, i) => `$${i + 3}::${type}[]`);
     const key = `tenant, ${shape.grain}, ${columns.join(', ')}`;
     await c.query(
       `INSERT INTO ${shape.table} (${key}, ${values.join(', ')})
        SELECT $1, * FROM unnest($2::integer[], ${arrays.join(', ')})
        ON CONFLICT (${key}) DO UPDATE SET ${values.map((x) => `${x} = ${shape.table}.${x} + excluded.${x}`).join(', ')}`,
-      [tenant, rows.map((r) => r.time), ...columns.map((_, i) => rows.map((r) => r.ids[i])), ...values.map((_, i) => rows.map((r) => r.values[i]!.toString()))],
+      [tenant, rows.map((r) => r.time), ...columns.map((_, i) => rows.map((r) => r.ids[i])), ...values.map((_, i) => stored.map((v) => v[i]!.toString()))],
     );
   }
 

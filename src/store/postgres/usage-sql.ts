@@ -7,7 +7,8 @@
  * seqs a transaction stored: a range lies within one sequence block, and a block is reserved by one
  * transaction only, so a row names exactly events that committed with it.
  */
-import { FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import { FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql } from '../../usage/shapes.js';
+import { wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 const SHARDS = 16;
@@ -29,6 +30,7 @@ export const EVENT_COLUMNS: EventColumns = {
   },
 };
 
+/** A rollup table as migrations 4 and 8 created it (its byte measures' high parts came with migration 12). */
 function createShapeSql(shape: Shape): string {
   const keys = keyColumns(shape);
   const type = (c: string) => (c === 'action' ? 'smallint' : 'integer');
@@ -43,16 +45,18 @@ function createShapeSql(shape: Shape): string {
 /**
  * Adds the measures of `source`'s rows (events-shaped) matching `where` to the shape's rows, in shard 0:
  * rollups are written by one transaction at a time (the fold lock), so they need no sharding; rows
- * written in other shards before migration 6 are summed with it by every read.
+ * written in other shards before migration 6 are summed with it by every read. `narrow`: as the
+ * migrations before 12 did, without the byte measures' high parts.
  */
-export function rollupSql(shape: Shape, source: string, where = 'true'): string {
+export function rollupSql(shape: Shape, source: string, where = 'true', narrow = false): string {
   const keys = [...keyColumns(shape), 'shard'];
   const exprs = [...keySql(shape, EVENT_COLUMNS), '0::smallint'];
   const positions = exprs.map((_, i) => i + 1).join(', ');
-  return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
-  SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM ${source} WHERE ${where}
+  const columns = narrow ? MEASURE_COLUMNS : STORED_MEASURE_COLUMNS;
+  return `INSERT INTO ${shape.table} (${[...keys, ...columns].join(', ')})
+  SELECT ${[...exprs, ...(narrow ? measureSql : storedMeasureSql)(EVENT_COLUMNS)].join(', ')} FROM ${source} WHERE ${where}
   GROUP BY ${positions} ORDER BY ${positions}
-  ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
+  ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
 }
 
 /** The CTE adding receipts: `rows` gives (tenant, day, received, stored, rejected); duplicates are the rest. */
@@ -112,7 +116,7 @@ done AS (DELETE FROM usage_outbox WHERE id IN (SELECT id FROM batch))
 SELECT count(*)::integer AS n FROM batch`;
 
 /** The measures per UTC day of a tenant's events stored but not folded yet ($1 tenant, days [$2, $3)). */
-export const UNFOLDED_SQL = `SELECT e.ts / 86400, ${measureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ')}
+export const UNFOLDED_SQL = `SELECT e.ts / 86400, ${storedMeasureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ')}
 FROM usage_outbox o JOIN events e ON e.tenant_id = o.tenant AND e.seq BETWEEN o.first_seq AND o.last_seq
 WHERE o.tenant = $1 AND e.ts >= $2::bigint * 86400 AND e.ts < $3::bigint * 86400 GROUP BY 1`;
 
@@ -142,7 +146,7 @@ CREATE TABLE usage_receipts (
   rejected bigint NOT NULL,
   PRIMARY KEY (tenant, day, shard)
 ) WITH (fillfactor = 80);
-${FIRST_SHAPES.map((shape) => rollupSql(shape, 'events') + ';').join('\n')}
+${FIRST_SHAPES.map((shape) => rollupSql(shape, 'events', 'true', true) + ';').join('\n')}
 -- Receipts before this version: what is stored and quarantined (duplicates were not counted then).
 INSERT INTO usage_receipts (tenant, day, shard, received, stored, duplicates, rejected)
 SELECT tenant, day, 0, sum(s) + sum(r), sum(s), 0, sum(r) FROM (
@@ -156,5 +160,8 @@ SELECT tenant, day, 0, sum(s) + sum(r), sum(s), 0, sum(r) FROM (
 /** Migration 8: the shapes added after migration 4, created and filled from the events stored. */
 export function usageShapesMigrationSql(): string {
   const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
-  return added.map((shape) => `${createShapeSql(shape)}\n${rollupSql(shape, 'events')};`).join('\n');
+  return added.map((shape) => `${createShapeSql(shape)}\n${rollupSql(shape, 'events', 'true', true)};`).join('\n');
 }
+
+/** Migration 12: the rollups' byte measures wide (store/wide.ts). */
+export const WIDE_USAGE_MIGRATION_SQL = SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'bigint')).join('\n');

@@ -1,11 +1,11 @@
 /** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
 import type { Pool, PoolClient } from 'pg';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { EVERY_TENANT } from '../rebuilds.js';
-import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
+import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
 import { DayChecks } from '../usage-days.js';
 import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
@@ -15,7 +15,7 @@ type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
 const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
 const REQUESTS_COLUMN = MEASURE_COLUMNS[MEASURES.indexOf('requests')]!;
-const SUMS = MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
+const SUMS = STORED_MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
 
 export class PostgresUsageReads {
   constructor(
@@ -42,7 +42,7 @@ export class PostgresUsageReads {
       // are summed as they are read: a GROUP BY here hashed the rows and spilled to disk (46 ms for
       // 28k rows against 21 ms in key order, 5 ms with no aggregate).
       const order = [shape.grain, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])].map((c) => `u.${c}`).join(', ');
-      const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
+      const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${STORED_MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
         FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3 AND u.${shape.grain} = ANY($4::integer[])${where.map((c) => ` AND ${c}`).join('')}
         ORDER BY ${order}`;
       const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }, signal));
@@ -58,12 +58,12 @@ export class PostgresUsageReads {
     const terms = q.terms.map((term) => {
       const p = values.length + 1;
       values.push(...['window', 'from', 'to', 'sign'].map((f) => term.spans.map((s) => s[f as keyof typeof s])));
-      return `SELECT w.i${groups}, ${MEASURE_COLUMNS.map((c) => `w.k * x.${c}`).join(', ')}
+      return `SELECT w.i${groups}, ${STORED_MEASURE_COLUMNS.map((c) => `w.k * x.${c}`).join(', ')}
   FROM unnest($${p}::integer[], $${p + 1}::integer[], $${p + 2}::integer[], $${p + 3}::integer[]) AS w(i, s, e, k)
   CROSS JOIN LATERAL (SELECT u.* FROM ${term.shape.table} u WHERE u.tenant = $1 AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e${where.map((c) => ` AND ${c}`).join('')}) x`;
     });
-    const sql = `SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})::text`).join(', ')}
-      FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
+    const sql = `SELECT i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `sum(m${m})::text`).join(', ')}
+      FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
     const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text: sql, values, rowMode: 'array' }, signal));
     return this.#columns(q, raw, 0);
@@ -84,14 +84,11 @@ export class PostgresUsageReads {
       const at = same ? i - 1 : i++;
       rows.window[at] = window;
       for (let g = 0; g < n; g++) rows.ids[g]![at] = row[1 + g] as number;
-      for (let m = 0; m < MEASURE_COLUMNS.length; m++) {
-        const value = BigInt(row[1 + n + m] as string) + (same ? rows.measures[m]![at]! : 0n);
-        // Never wrapped silently: a sum past 64 bits is an error, not a wrong count.
-        if (BigInt.asIntN(64, value) !== value) throw new RangeError(`usage sum ${value} does not fit 64 bits`);
-        rows.measures[m]![at] = value;
-      }
+      const measures = measuresOf(row.slice(1 + n).map((x) => BigInt(x as string)), 0);
+      for (let m = 0; m < MEASURES.length; m++) setMeasure(rows, m, at, measures[m]! + (same ? rows.measures[m]![at]! : 0n));
     }
-    const kept = { length: i, window: rows.window.subarray(0, i), ids: rows.ids.map((ids) => ids.subarray(0, i)), measures: rows.measures.map((m) => m.subarray(0, i)) };
+    const measures = rows.measures.map((m) => (m instanceof BigInt64Array ? m.subarray(0, i) : m.slice(0, i)));
+    const kept = { length: i, window: rows.window.subarray(0, i), ids: rows.ids.map((ids) => ids.subarray(0, i)), measures };
     return labelled(q.groupBy, kept, await this.#values(dictionaryIds(q.groupBy, kept)));
   }
 
@@ -134,10 +131,10 @@ export class PostgresUsageReads {
       const [received, stored, duplicates, rejected] = r.map(BigInt);
       days.at(day!).receipts = { received: received!, stored: stored!, duplicates: duplicates!, rejected: rejected! };
     }
-    const measures = measureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ');
+    const measures = storedMeasureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ');
     for (const [day, ...m] of await all(`SELECT ts / 86400, ${measures} FROM events
       WHERE tenant_id = $1 AND ts >= $2::bigint * 86400 AND ts < $3::bigint * 86400 GROUP BY 1`)) {
-      days.at(day!).events = m.map(BigInt);
+      days.at(day!).events = measuresOf(m.map(BigInt), 0);
     }
     for (const [day, n] of await all(`SELECT received_at / 86400, count(*)::text FROM events
       WHERE tenant_id = $1 AND received_at >= $2::bigint * 86400 AND received_at < $3::bigint * 86400 GROUP BY 1`)) {
@@ -148,10 +145,10 @@ export class PostgresUsageReads {
       const t = shape.grain;
       for (const [day, ...m] of await all(`SELECT u.${t} / ${perDay}, ${SUMS} FROM ${shape.table} u
         WHERE u.tenant = $1 AND u.${t} >= $2 * ${perDay} AND u.${t} < $3 * ${perDay} GROUP BY 1`)) {
-        days.at(day!).rollups[shape.name] = m.map(BigInt);
+        days.at(day!).rollups[shape.name] = measuresOf(m.map(BigInt), 0);
       }
     }
-    for (const [day, ...m] of await all(UNFOLDED_SQL)) days.unfolded(day!, m.map(BigInt));
+    for (const [day, ...m] of await all(UNFOLDED_SQL)) days.unfolded(day!, measuresOf(m.map(BigInt), 0));
     return days.list();
   }
 

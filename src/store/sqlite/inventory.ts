@@ -12,7 +12,8 @@ import { Closure, FROM_THE_START, deltaKey, nodeBucket, redo, splitKey, touches 
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import {
-  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, sumsSql, valueColumns,
+  COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, storedValueColumns,
+  sumsOf, sumsSql, valueColumns, wideValuePositions,
 } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -24,6 +25,7 @@ import type {
   StorageWindowSums,
 } from '../types.js';
 import type { Connection } from './connection.js';
+import { fromStored, highColumn, join, toStored } from '../wide.js';
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -150,12 +152,14 @@ const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
 
 type EventRow = [number, number | null, number, number, number, number, number, number, number, number | null, string | null, string | null, string | null, number | null, number | null, string | null, string | null];
 
-/** Adds a row (tenant, time, dimension ids, values) to a delta shape's table. */
+/** Adds a row (tenant, time, dimension ids, stored values: toStored) to a delta shape's table. */
 function upsertSql(shape: StorageShape): string {
-  const columns = [...dimensionColumns(shape), ...valueColumns(shape)];
+  const columns = [...dimensionColumns(shape), ...storedValueColumns(shape)];
   return `INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${columns.join(', ')}) VALUES (${['?', '?', ...columns.map(() => '?')].join(', ')})
-ON CONFLICT DO UPDATE SET ${valueColumns(shape).map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+ON CONFLICT DO UPDATE SET ${storedValueColumns(shape).map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
 }
+
+const FINE_WIDE = wideValuePositions(FINE_SHAPE);
 
 /** The writer thread's side: catch-up, rebuild and verify, each one transaction. */
 export class InventoryWriter {
@@ -199,12 +203,13 @@ export class InventoryWriter {
         shape,
         upsert: db.prepare(upsertSql(shape)),
         clear: db.prepare(`DELETE FROM ${shape.table} WHERE tenant = ?`),
-        rows: db.prepare(`SELECT ${shape.grain}, ${[...dimensionColumns(shape), ...valueColumns(shape)].join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
+        wide: wideValuePositions(shape),
+        rows: db.prepare(`SELECT ${shape.grain}, ${[...dimensionColumns(shape), ...storedValueColumns(shape)].join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
       })),
       clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
       tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
       all: db.prepare(select).raw(true),
-      hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${DELTA_COLUMNS.join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
+      hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${storedValueColumns(FINE_SHAPE).join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
     };
   }
 
@@ -268,14 +273,16 @@ export class InventoryWriter {
       const fine: ShapeRow[] = [];
       for (const r of this.#s.hours.safeIntegers(true).all(tenant) as bigint[][]) {
         const a = attribution(Number(r[3]), Number(r[4]), Number(r[5]), Number(r[6]), Number(r[7]));
-        hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), r.slice(8));
-        fine.push({ time: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values: r.slice(8) });
+        const values = fromStored(r, 8, DELTA_COLUMNS.length, FINE_WIDE);
+        hours.set(deltaKey(Number(r[0]) * 3600, String(r[1]), actionOf(Number(r[2])), a), values);
+        fine.push({ time: Number(r[0]), ids: [r[3], r[1], r[4], r[5], r[6], r[7], r[2]].map(Number), values });
       }
       out.push(...compareInventory(tenant, [...this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER).values()], stored, hours));
       const coarse = new Map<StorageShape, ShapeRow[]>();
       for (const c of this.#s.coarse) {
         const n = c.shape.dimensions.length;
-        coarse.set(c.shape, (c.rows.all(tenant) as bigint[][]).map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: r.slice(1 + n) })));
+        const count = valueColumns(c.shape).length;
+        coarse.set(c.shape, (c.rows.all(tenant) as bigint[][]).map((r) => ({ time: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), values: fromStored(r, 1 + n, count, c.wide) })));
       }
       out.push(...compareShapes(tenant, fine, coarse));
     }
@@ -393,11 +400,11 @@ export class InventoryWriter {
     for (const row of deltas.rows.values()) {
       if (row.values.every((v) => v === 0n)) continue;
       const shaped: ShapeRow = { time: row.hour / 3600, ids: dimensionIds(row), values: row.values };
-      s.fine.run(tenant, shaped.time, ...shaped.ids, ...shaped.values);
+      s.fine.run(tenant, shaped.time, ...shaped.ids, ...toStored(shaped.values, FINE_WIDE));
       written.push(shaped);
     }
     // The coarse shapes' sums of the rows written: one upsert per coarse key.
-    for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.time, ...r.ids, ...r.values);
+    for (const c of s.coarse) for (const r of project(c.shape, written).values()) c.upsert.run(tenant, r.time, ...r.ids, ...toStored(r.values, c.wide));
   }
 }
 
@@ -434,7 +441,7 @@ export class InventoryReader {
 SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`).raw(true).safeIntegers(true);
       for (const r of read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][]) {
-        rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: r.slice(1 + n) });
+        rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: sumsOf(r, 1 + n) });
       }
     }
     return addTerms(rows).map((row) => ({ window: row.window, values: q.groupBy.map((d, i) => this.#value(d, row.ids[i]!)), sums: row.sums }));
@@ -467,17 +474,23 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
 
   storageDeltas(tenantId: number, from: number, to: number): { opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] } {
     const cols = `provider, bucket, customer, feature, client_type, client_id, action`;
-    const opening = this.#prepare(`SELECT ${cols}, sum(bytes) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols} HAVING sum(bytes) <> 0`)
+    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0.
+    const bytesHi = highColumn('bytes');
+    const tailHi = highColumn('tail');
+    const opening = this.#prepare(`SELECT ${cols}, sum(bytes), sum(${bytesHi}) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols}`)
       .raw(true)
       .safeIntegers(true)
       .all(tenantId, Math.floor(from / 3600)) as bigint[][];
-    const rows = this.#prepare(`SELECT hour, ${cols}, bytes, tail FROM inventory_hours WHERE tenant = ? AND hour >= ? AND hour < ? AND (bytes <> 0 OR tail <> 0) ORDER BY hour`)
+    const rows = this.#prepare(`SELECT hour, ${cols}, bytes, tail, ${bytesHi}, ${tailHi} FROM inventory_hours WHERE tenant = ? AND hour >= ? AND hour < ?
+  AND (bytes <> 0 OR tail <> 0 OR ${bytesHi} <> 0 OR ${tailHi} <> 0) ORDER BY hour`)
       .raw(true)
       .safeIntegers(true)
       .all(tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)) as bigint[][];
     return {
-      opening: opening.map((r) => ({ key: this.#storageKey(r.slice(0, 7)), bytes: r[7]! })),
-      deltas: rows.map((r) => ({ hour: Number(r[0]) * 3600, key: this.#storageKey(r.slice(1, 8)), bytes: r[8]!, tailByteSeconds: r[9]! })),
+      opening: opening.map((r) => ({ key: this.#storageKey(r.slice(0, 7)), bytes: join(r[7]!, r[8]!) })).filter((o) => o.bytes !== 0n),
+      deltas: rows
+        .map((r) => ({ hour: Number(r[0]) * 3600, key: this.#storageKey(r.slice(1, 8)), bytes: join(r[8]!, r[10]!), tailByteSeconds: join(r[9]!, r[11]!) }))
+        .filter((d) => d.bytes !== 0n || d.tailByteSeconds !== 0n),
     };
   }
 

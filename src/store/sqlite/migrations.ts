@@ -4,7 +4,8 @@
  */
 
 import type { Migration } from '../types.js';
-import { USAGE_CURSOR_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
+import { wideShapesMigrationSql } from '../../inventory/shapes.js';
+import { USAGE_CURSOR_MIGRATION_SQL, WIDE_USAGE_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
 import { INVENTORY_ENDED_MIGRATION_SQL, INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL, INVENTORY_SHAPES_MIGRATION_SQL } from './inventory.js';
 
 export type { Migration };
@@ -188,5 +189,12 @@ CREATE TABLE rebuilds (
   PRIMARY KEY (tenant, kind)
 ) STRICT, WITHOUT ROWID;
 `,
+  },
+  {
+    version: 12,
+    name: 'byte sums wide: high parts of the rollups\' and delta shapes\' byte sums',
+    // Sums of bytes passed 2^63 (146 events of the largest size in an hour, 2^19 in a rollup row, a
+    // petabyte held for months in a read), and the store refused them, stopping every tenant (store/wide.ts).
+    sql: `${WIDE_USAGE_MIGRATION_SQL}\n${wideShapesMigrationSql('INTEGER')}`,
   },
 ];

@@ -6,7 +6,10 @@
  * the stage (stageFromEvents) and add the stage to every shape (rollupFromStage), so they cannot
  * disagree.
  */
-import { DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, keyColumns, keySql, measureSql } from '../../usage/shapes.js';
+import {
+  DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql,
+} from '../../usage/shapes.js';
+import { wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 export const EVENT_COLUMNS: EventColumns = {
@@ -19,6 +22,7 @@ export const EVENT_COLUMNS: EventColumns = {
   dims: Object.fromEntries(DIMENSIONS.filter((d) => d !== 'action').map((d) => [d, DIMENSION_COLUMN[d]])) as EventColumns['dims'],
 };
 
+/** A rollup table as migrations 4 and 8 created it (its byte measures' high parts came with migration 12). */
 export function createShapeSql(shape: Shape): string {
   const keys = keyColumns(shape);
   return `CREATE TABLE ${shape.table} (
@@ -27,7 +31,7 @@ export function createShapeSql(shape: Shape): string {
 ) STRICT, WITHOUT ROWID;`;
 }
 
-/** Adds the measures of the events matching `where` (over `events`) to the shape's rows: the migrations' fill. */
+/** Adds the measures of the events matching `where` (over `events`) to the shape's rows: the fill of the migrations before the rollups were wide. */
 export function rollupFromEvents(shape: Shape, where: string): string {
   const keys = keyColumns(shape);
   const exprs = keySql(shape, EVENT_COLUMNS);
@@ -46,18 +50,18 @@ ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.$
  */
 const STAGE_KEYS = ['tenant', 'hour', ...DIMENSIONS.map((d) => DIMENSION_COLUMN[d])];
 
-export const CREATE_STAGE = `CREATE TEMP TABLE IF NOT EXISTS usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(', ')})`;
+export const CREATE_STAGE = `CREATE TEMP TABLE IF NOT EXISTS usage_stage (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(', ')})`;
 
 export const CLEAR_STAGE = 'DELETE FROM temp.usage_stage';
 
 /** One stage row, as the writer sums it (usage-stage.ts): key columns, then measures. */
-export const INSERT_STAGE_ROW = `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].join(', ')}) VALUES (${[...STAGE_KEYS, ...MEASURE_COLUMNS].map(() => '?').join(', ')})`;
+export const INSERT_STAGE_ROW = `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].join(', ')}) VALUES (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].map(() => '?').join(', ')})`;
 
 /** Sums the events matching `where` into the stage (empty before). */
 export function stageFromEvents(where: string): string {
   const exprs = keySql({ grain: 'hour', dimensions: DIMENSIONS }, EVENT_COLUMNS);
-  return `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...MEASURE_COLUMNS].join(', ')})
-SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM events WHERE ${where}
+  return `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].join(', ')})
+SELECT ${[...exprs, ...storedMeasureSql(EVENT_COLUMNS)].join(', ')} FROM events WHERE ${where}
 GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}`;
 }
 
@@ -67,10 +71,10 @@ export function rollupFromStage(shape: Shape, where = 'true'): string {
   const perUnit = GRAIN_HOURS[shape.grain];
   // Integer division of whole hours gives the UTC day, as timestamp / 86400 does.
   const exprs = ['tenant', perUnit === 1 ? 'hour' : `hour / ${perUnit}`, ...shape.dimensions.map((d) => DIMENSION_COLUMN[d])];
-  return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
-SELECT ${[...exprs, ...MEASURE_COLUMNS.map((c) => `sum(${c})`)].join(', ')} FROM temp.usage_stage WHERE ${where}
+  return `INSERT INTO ${shape.table} (${[...keys, ...STORED_MEASURE_COLUMNS].join(', ')})
+SELECT ${[...exprs, ...STORED_MEASURE_COLUMNS.map((c) => `sum(${c})`)].join(', ')} FROM temp.usage_stage WHERE ${where}
 GROUP BY ${exprs.map((_, i) => i + 1).join(', ')}
-ON CONFLICT DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+ON CONFLICT DO UPDATE SET ${STORED_MEASURE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
 }
 
 /** Events stored but not folded yet: their seq is past the usage cursor. */
@@ -113,3 +117,6 @@ export function usageShapesMigrationSql(): string {
   const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
   return added.map((shape) => `${createShapeSql(shape)}\n${rollupFromEvents(shape, 'true')};`).join('\n');
 }
+
+/** Migration 12: the rollups' byte measures wide (store/wide.ts). */
+export const WIDE_USAGE_MIGRATION_SQL = SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'INTEGER')).join('\n');

@@ -9,7 +9,7 @@
  * Both give the same rows, so the rollups cannot tell which one a fold used.
  */
 import type { Statement } from 'better-sqlite3';
-import { DIMENSIONS, DIMENSION_COLUMN, MEASURE_COLUMNS, addMeasures } from '../../usage/shapes.js';
+import { DIMENSIONS, DIMENSION_COLUMN, STORED_MEASURE_COLUMNS, addMeasures } from '../../usage/shapes.js';
 
 /** Beyond this many kept rows a transaction's sums are not kept (its events are staged from the table). */
 const MAX_KEPT_ROWS = 100_000;
@@ -24,9 +24,9 @@ const MAX_KEPT_ROWS = 100_000;
 const EVENTS_PER_ROW = 4;
 const SUMMED_ROWS = 1024;
 
-/** A stage row's key: the stage's key columns (STAGE_KEYS); then its measures (MEASURE_COLUMNS). */
+/** A stage row's key: the stage's key columns (STAGE_KEYS); then its measures (STORED_MEASURE_COLUMNS). */
 const KEY_COUNT = 2 + DIMENSIONS.length;
-const MEASURE_COUNT = MEASURE_COLUMNS.length;
+const MEASURE_COUNT = STORED_MEASURE_COLUMNS.length;
 
 interface Segment {
   /** Seqs (from, to]. */

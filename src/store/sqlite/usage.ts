@@ -1,11 +1,11 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, directWindows, measureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
 import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { EVERY_TENANT } from '../rebuilds.js';
-import { dictionaryIds, idColumns, labelled } from '../usage-columns.js';
+import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
 import type { Connection } from './connection.js';
 import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
 import { DayChecks } from '../usage-days.js';
@@ -70,7 +70,7 @@ export class UsageReader {
       const { first, count } = direct;
       // Each unit looked up by equality, so that a dimension filtered after the time column in the key narrows the lookup.
       const units = Array.from({ length: count }, (_, w) => first + w);
-      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
+      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${STORED_MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
       const raw = this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][];
       return this.#columns(q, raw, first);
@@ -86,7 +86,7 @@ export class UsageReader {
     const single = q.terms.length === 1;
     const measure = (c: string, m: number) => (single ? `sum(w.k * u.${c})` : `w.k * u.${c} AS m${m}`);
     const terms = q.terms.map(
-      (term, t) => `SELECT w.i AS i${groups}, ${MEASURE_COLUMNS.map(measure).join(', ')}
+      (term, t) => `SELECT w.i AS i${groups}, ${STORED_MEASURE_COLUMNS.map(measure).join(', ')}
   FROM w${t} w CROSS JOIN ${term.shape.table} u ON bm_check(w.i) AND u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
   ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
     );
@@ -94,7 +94,7 @@ export class UsageReader {
     const sql = single
       ? `${spans}\n${terms[0]}\nGROUP BY i${keys}`
       : `${spans}
-SELECT i${keys}, ${MEASURE_COLUMNS.map((_, m) => `sum(m${m})`).join(', ')}
+SELECT i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `sum(m${m})`).join(', ')}
 FROM (${terms.join('\nUNION ALL\n')})
 GROUP BY i${keys}`;
     const params = [
@@ -113,7 +113,8 @@ GROUP BY i${keys}`;
       const row = raw[i]!;
       rows.window[i] = Number(row[0]) - first;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
-      for (let m = 0; m < MEASURE_COLUMNS.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
+      const measures = measuresOf(row, 1 + n);
+      for (let m = 0; m < MEASURES.length; m++) setMeasure(rows, m, i, measures[m]!);
     }
     return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
   }
@@ -140,22 +141,22 @@ GROUP BY i${keys}`;
     for (const [day, received, stored, duplicates, rejected] of receipts.raw(true).all(...range) as bigint[][]) {
       at(day!).receipts = { received: received!, stored: stored!, duplicates: duplicates!, rejected: rejected! };
     }
-    const events = this.#prepare(`SELECT timestamp / 86400, ${measureSql(EVENT_COLUMNS).join(', ')} FROM events
+    const events = this.#prepare(`SELECT timestamp / 86400, ${storedMeasureSql(EVENT_COLUMNS).join(', ')} FROM events
       WHERE tenant = ? AND timestamp >= ? * 86400 AND timestamp < ? * 86400 GROUP BY 1`);
-    for (const [day, ...measures] of events.raw(true).all(...range) as bigint[][]) at(day!).events = measures;
+    for (const row of events.raw(true).all(...range) as bigint[][]) at(row[0]!).events = measuresOf(row, 1);
     // Late events arrive on any day, whatever their timestamp: the whole tenant is read.
     const arrivals = this.#prepare(`SELECT (timestamp + received_after) / 86400 AS day, count(*) FROM events
       WHERE tenant = ? AND day >= ? AND day < ? GROUP BY 1`);
     for (const [day, n] of arrivals.raw(true).all(...range) as bigint[][]) at(day!).storedByArrival = n!;
     for (const shape of SHAPES) {
       const perDay = 24 / GRAIN_HOURS[shape.grain];
-      const sums = this.#prepare(`SELECT ${shape.grain} / ${perDay}, ${MEASURE_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${shape.table}
+      const sums = this.#prepare(`SELECT ${shape.grain} / ${perDay}, ${STORED_MEASURE_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${shape.table}
         WHERE tenant = ? AND ${shape.grain} >= ? * ${perDay} AND ${shape.grain} < ? * ${perDay} GROUP BY 1`);
-      for (const [day, ...measures] of sums.raw(true).all(...range) as bigint[][]) at(day!).rollups[shape.name] = measures;
+      for (const row of sums.raw(true).all(...range) as bigint[][]) at(row[0]!).rollups[shape.name] = measuresOf(row, 1);
     }
-    const unfolded = this.#prepare(`SELECT timestamp / 86400, ${measureSql(EVENT_COLUMNS).join(', ')} FROM events
+    const unfolded = this.#prepare(`SELECT timestamp / 86400, ${storedMeasureSql(EVENT_COLUMNS).join(', ')} FROM events
       WHERE ${UNFOLDED} AND tenant = ? AND timestamp >= ? * 86400 AND timestamp < ? * 86400 GROUP BY 1`);
-    for (const [day, ...measures] of unfolded.raw(true).all(...range) as bigint[][]) days.unfolded(day!, measures);
+    for (const row of unfolded.raw(true).all(...range) as bigint[][]) days.unfolded(row[0]!, measuresOf(row, 1));
     return days.list();
   }
 

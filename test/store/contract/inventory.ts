@@ -142,9 +142,9 @@ const WINDOW_SETS = [
   [H0 + 2, H0 + 4, H0 + 48],
 ];
 
-async function expectMatches(store: OpenedInventoryStore['store'], tenantId: number, events: RefEvent[], note: string, buckets = BUCKETS): Promise<void> {
+async function expectMatches(store: OpenedInventoryStore['store'], tenantId: number, events: RefEvent[], note: string, buckets = BUCKETS, windowSets = WINDOW_SETS): Promise<void> {
   const lives = simulate(events);
-  for (const bounds of WINDOW_SETS) {
+  for (const bounds of windowSets) {
     const rows = foldStorage(bounds, await store.inventory.storage(tenantId, { bounds, groupBy: ['customerId'], filters: {} }));
     for (const c of [null, 'c1', 'c2']) {
       const mine = lives.filter((l) => l.customerId === c);
@@ -286,6 +286,45 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
         await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0, event: wire(e) })), quarantine: [] });
         await expectMatches(store, tenantId, events, `days ${days.join(', ')}`);
       }
+    });
+
+    it("a tenant's byte sums past 2^63 stop no other tenant's catch-up or reads, and its own read exactly", async () => {
+      // 150 versions of one key of the largest size, in the first second of an hour: their byte-seconds
+      // in that hour's delta row pass 2^63 (146 do), which both stores refused, stopping the catch-up
+      // of every tenant; their bytes × hours over a window of 400 days pass it too (the read's sums).
+      const store = opened!.store;
+      const attacker = await tenant();
+      const other = await tenant();
+      const big = Array.from({ length: 150 }, (_, i): RefEvent => ({
+        eventId: `big-${i}`, provider: 'wasabi', bucket: 'b1', timestamp: T0, customerId: i % 2 === 0 ? 'c1' : 'c2', action: 'PutObject', objectKey: 'big', versionId: `v${i}`, bytes: MAX_EVENT_BYTES - (i % 3),
+      }));
+      const small: RefEvent[] = [
+        { eventId: 's1', provider: 'wasabi', bucket: 'b1', timestamp: T0 + 10, customerId: 'c1', action: 'PutObject', objectKey: 'a', versionId: 'v1', bytes: 1000 },
+        { eventId: 's2', provider: 'wasabi', bucket: 'b2', timestamp: T0 + 3700, customerId: 'c2', action: 'PutObject', objectKey: 'b', bytes: 70 },
+        { eventId: 's3', provider: 'wasabi', bucket: 'b2', timestamp: T0 + 7300, action: 'DeleteObject', objectKey: 'b' },
+      ];
+      await store.commit({ events: big.map((e) => ({ tenantId: attacker, receivedAt: T0 + 100, event: wire(e) })), quarantine: [] });
+      await store.commit({ events: small.map((e) => ({ tenantId: other, receivedAt: T0 + 100, event: wire(e) })), quarantine: [] });
+      const windows = [...WINDOW_SETS, [H0, H0 + 400 * 24], [H0 - 24, H0 + 1, H0 + 24 * 30, H0 + 24 * 400]];
+      await expectMatches(store, other, small, 'the other tenant', BUCKETS, windows);
+      assert.equal((await store.inventory.lag()).pending, 0, 'the catch-up kept up');
+      await expectMatches(store, attacker, big, 'the tenant past 2^63', BUCKETS, windows);
+      // Every shape, as in the shapes' test: each one's sums are wide.
+      for (const shape of STORAGE_SHAPES) {
+        const q = { bounds: [H0 - 24, H0 + 24, H0 + 24 * 400], groupBy: [...shape.dimensions], filters: {} };
+        const full = await store.inventory.storage(attacker, { ...q, groupBy: [...DIMENSIONS] });
+        assert.deepEqual(lines(await store.inventory.storage(attacker, q)), lines(regroup(full, q)), shape.name);
+      }
+      const bytes = big.reduce((sum, e) => sum + BigInt(e.bytes!), 0n);
+      const feed = await store.storageFeed.storageDeltas(attacker, T0, T0 + 3600);
+      assert.deepEqual(new Set(feed.deltas.map((d) => d.hour)), new Set([T0]), 'the cost feed: one hour');
+      assert.equal(feed.deltas.reduce((sum, d) => sum + d.bytes, 0n), bytes, 'the cost feed: bytes');
+      assert.equal(feed.deltas.reduce((sum, d) => sum + d.tailByteSeconds, 0n), bytes * 3600n, 'the cost feed: byte-seconds');
+      assert.deepEqual((await store.storageFeed.storageDeltas(attacker, T0 + 3600, T0 + 7200)).opening.reduce((sum, o) => sum + o.bytes, 0n), bytes);
+      assert.deepEqual(await store.inventory.verify(attacker), []);
+      await store.inventory.rebuild(attacker);
+      await expectMatches(store, attacker, big, 'the tenant past 2^63, after rebuild', BUCKETS, windows);
+      await expectMatches(store, other, small, 'the other tenant, after the rebuild', BUCKETS, windows);
     });
 
     it('equals the reference model after every catch-up when late events reach copies, uploads\' keys and forced deletes', async () => {

@@ -1,0 +1,73 @@
+/**
+ * Sums that can pass 2^63, kept in two 64-bit integer columns: `c` and `c_hi`, worth c + c_hi × 2^24.
+ * Each added value goes in split (its low 24 bits to `c`, the rest to `c_hi`), so both columns grow
+ * by less than 2^24 per value added: neither passes 2^63 before 2^39 additions to one row, and a read
+ * may multiply a row's parts by a window's hours and sum them over millions of rows, in SQL on either
+ * store, without passing it either. One event's bytes are at most 2^44, but their sums are not bounded:
+ * 2^19 such events in one hour (one key can send them) passed 2^63 in a rollup row, 146 in an hour's
+ * byte-seconds, and a petabyte held for months in the byte-hours of a read; the store's 64-bit
+ * integers then refused the write, stopping every tenant's fold or catch-up, or the read.
+ * Values are joined in JS (bigint) only, never in SQL.
+ */
+
+const LOW_BITS = 24;
+const LOW_MASK = (1 << LOW_BITS) - 1;
+
+/** The column holding a wide column's high part. */
+export const highColumn = (column: string): string => `${column}_hi`;
+
+/** A wide value's parts as SQL over an integer expression: [low, high]. */
+export const splitSql = (x: string): [string, string] => [`((${x}) & ${LOW_MASK})`, `((${x}) >> ${LOW_BITS})`];
+
+/** A value's parts: [low, high]. */
+export const split = (v: bigint): [bigint, bigint] => [v & BigInt(LOW_MASK), v >> BigInt(LOW_BITS)];
+
+/** A non-negative JS number's parts (one event's bytes, at most 2^44): [low, high]. */
+export const splitNumber = (n: number): [number, number] => [n % (LOW_MASK + 1), Math.floor(n / (LOW_MASK + 1))];
+
+/** The value of its parts. */
+export const join = (low: bigint, high: bigint): bigint => low + (high << BigInt(LOW_BITS));
+
+/**
+ * The stored columns of `columns` (each wide one's low part in its place), then the high parts of the
+ * wide ones, in their order.
+ */
+export function storedColumns(columns: readonly string[], wide: readonly string[]): string[] {
+  return [...columns, ...columns.filter((c) => wide.includes(c)).map(highColumn)];
+}
+
+/** Positions in `columns` of the wide ones, in order (what `toStored` and `fromStored` take). */
+export const widePositions = (columns: readonly string[], wide: readonly string[]): number[] =>
+  columns.flatMap((c, i) => (wide.includes(c) ? [i] : []));
+
+/** Values (storedColumns' first part order) as the stored columns' values: low parts in place, high parts after. */
+export function toStored(values: readonly bigint[], positions: readonly number[]): bigint[] {
+  const out = [...values];
+  for (const p of positions) {
+    const [low, high] = split(values[p]!);
+    out[p] = low;
+    out.push(high);
+  }
+  return out;
+}
+
+/** The values of stored columns read from `raw` at `at` (values.length + positions.length of them). */
+export function fromStored(raw: readonly bigint[], at: number, count: number, positions: readonly number[]): bigint[] {
+  const out = raw.slice(at, at + count);
+  positions.forEach((p, k) => {
+    out[p] = join(out[p]!, raw[at + count + k]!);
+  });
+  return out;
+}
+
+/**
+ * A migration step giving a table's wide columns their high parts: each added (0), and every value
+ * not already a low part split, so that old rows meet the bound new ones do (a single row's value,
+ * a petabyte, times a window's hours would pass 2^63). Both stores' SQL.
+ */
+export function wideColumnsMigrationSql(table: string, wide: readonly string[], type: string): string {
+  const add = wide.map((c) => `ALTER TABLE ${table} ADD COLUMN ${highColumn(c)} ${type} NOT NULL DEFAULT 0;`);
+  const set = wide.map((c) => `${highColumn(c)} = ${splitSql(c)[1]}, ${c} = ${splitSql(c)[0]}`).join(', ');
+  const where = wide.map((c) => `${c} < 0 OR ${c} > ${LOW_MASK}`).join(' OR ');
+  return `${add.join('\n')}\nUPDATE ${table} SET ${set} WHERE ${where};`;
+}
