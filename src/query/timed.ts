@@ -1,6 +1,6 @@
 /** Store read errors that a client may retry, as the API's coded errors. */
 import { BmError } from '../errors.js';
-import { FoldBacklogError, ReadAbortedError, ReadTimeoutError } from '../store/types.js';
+import { FoldBacklogError, ReadAbortedError, ReadTimeoutError, SumOutOfRangeError } from '../store/types.js';
 
 /** When to ask again while the background jobs work off a backlog (they fold tens of thousands of events a second). */
 const BACKLOG_RETRY_AFTER_SECONDS = 10;
@@ -16,11 +16,12 @@ export async function timed<T>(read: Promise<T>): Promise<T> {
   }
 }
 
-/** The BM_ERR_QUERY_TIMEOUT for a store's timeout, else the error itself. */
+/** The BM_ERR_QUERY_TIMEOUT for a store's timeout (BM_ERR_SUM_TOO_LARGE for a sum it cannot add), else the error itself. */
 export function asQueryTimeout(err: unknown): unknown {
   if (err instanceof FoldBacklogError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; retry shortly`, { retryAfter: BACKLOG_RETRY_AFTER_SECONDS }, { cause: err });
   // A 503 always says when to come back (README, "Errors"), this one included.
   if (err instanceof ReadTimeoutError) return new BmError('BM_ERR_QUERY_TIMEOUT', `${err.message}; narrow the query or retry later`, { retryAfter: READ_RETRY_AFTER_SECONDS }, { cause: err });
   if (err instanceof ReadAbortedError) return new BmError('BM_ERR_CLIENT_CLOSED', err.message, {}, { cause: err });
+  if (err instanceof SumOutOfRangeError) return new BmError('BM_ERR_SUM_TOO_LARGE', undefined, {}, { cause: err });
   return err;
 }

@@ -238,6 +238,19 @@ export class ReadTimeoutError extends Error {
   override readonly name = 'ReadTimeoutError';
 }
 
+/**
+ * Thrown by a read whose sums pass what the store's SQL can add: wide sums (wide.ts) hold 2^39 events
+ * of the largest size in one row, and a read's products of them by hours stay within 64 bits far
+ * beyond any real store, but a row set past that (by hand, or in another century) cannot be summed
+ * exactly. Only that tenant's read is refused (the writes never sum in SQL past a row).
+ */
+export class SumOutOfRangeError extends Error {
+  override readonly name = 'SumOutOfRangeError';
+  constructor() {
+    super('a sum of this answer passes what the store can add exactly (64-bit integers in SQL)');
+  }
+}
+
 /** Thrown by a read whose caller left (its `signal` aborted): not begun, or stopped; nobody reads its answer. */
 export class ReadAbortedError extends Error {
   override readonly name = 'ReadAbortedError';

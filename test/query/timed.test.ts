@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BmError } from '../../src/errors.js';
 import { asQueryTimeout } from '../../src/query/timed.js';
-import { FoldBacklogError, ReadTimeoutError } from '../../src/store/types.js';
+import { FoldBacklogError, ReadTimeoutError, SumOutOfRangeError } from '../../src/store/types.js';
 
 describe('asQueryTimeout', () => {
   it('gives a read stopped at its budget a 503 with a Retry-After', () => {
@@ -21,6 +21,13 @@ describe('asQueryTimeout', () => {
     assert.ok(mapped instanceof BmError);
     assert.equal(mapped.code, 'BM_ERR_QUERY_TIMEOUT');
     assert.equal(mapped.extra.retryAfter, 10);
+  });
+
+  it('gives a read whose sums the store cannot add exactly a 422 of its own, never a 500', () => {
+    const mapped = asQueryTimeout(new SumOutOfRangeError());
+    assert.ok(mapped instanceof BmError);
+    assert.equal(mapped.code, 'BM_ERR_SUM_TOO_LARGE');
+    assert.equal(mapped.status, 422);
   });
 
   it('leaves any other error as it is', () => {

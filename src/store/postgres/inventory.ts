@@ -18,6 +18,7 @@ import {
   valueColumns, wideValuePositions,
 } from '../../inventory/shapes.js';
 import { fromStored, highColumn, join, toStored } from '../wide.js';
+import { inRange } from './sums.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
@@ -222,7 +223,7 @@ FROM unnest($${at + 1}::integer[], $${at + 2}::integer[], $${at + 3}::integer[],
 JOIN ${shape.table} u ON u.tenant = $1 AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`;
     });
-    const { rows } = await this.guarded(() => this.reads.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }, signal));
+    const { rows } = await inRange(this.guarded(() => this.reads.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }, signal)));
     const n = q.groupBy.length;
     const ids = new Set<number>();
     for (const row of rows) {

@@ -10,6 +10,7 @@ import { DayChecks } from '../usage-days.js';
 import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { EVENT_COLUMNS, UNFOLDED_SQL } from './usage-sql.js';
+import { inRange } from './sums.js';
 
 type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
@@ -45,7 +46,7 @@ export class PostgresUsageReads {
       const text = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${STORED_MEASURE_COLUMNS.map((c) => `u.${c}::text`).join(', ')}
         FROM ${shape.table} u WHERE u.tenant = $1 AND u.${shape.grain} >= $2 AND u.${shape.grain} < $3 AND u.${shape.grain} = ANY($4::integer[])${where.map((c) => ` AND ${c}`).join('')}
         ORDER BY ${order}`;
-      const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }, signal));
+      const { rows: raw } = await inRange(this.guarded(() => this.reads.query<unknown[]>({ text, values: [tenantId, first, first + count, Array.from({ length: count }, (_, w) => first + w)], rowMode: 'array' }, signal)));
       return this.#columns(q, raw, first);
     }
     const groups = q.groupBy.map((d) => `, x.${DIMENSION_COLUMN[d]}`).join('');
@@ -65,7 +66,7 @@ export class PostgresUsageReads {
     const sql = `SELECT i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `sum(m${m})::text`).join(', ')}
       FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
-    const { rows: raw } = await this.guarded(() => this.reads.query<unknown[]>({ text: sql, values, rowMode: 'array' }, signal));
+    const { rows: raw } = await inRange(this.guarded(() => this.reads.query<unknown[]>({ text: sql, values, rowMode: 'array' }, signal)));
     return this.#columns(q, raw, 0);
   }
 
@@ -107,7 +108,7 @@ export class PostgresUsageReads {
   /** In one REPEATABLE READ transaction: receipts, events, rollups and the unfolded events from the same snapshot. */
   reconcile(tenantId: number, fromDay: number, toDay: number, signal?: AbortSignal): Promise<UsageDayCheck[]> {
     this.reads.check(signal);
-    return this.guarded(async () => {
+    return inRange(this.guarded(async () => {
       const client = await this.pool.connect();
       try {
         await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -119,7 +120,7 @@ export class PostgresUsageReads {
         client.release(true);
         throw err;
       }
-    });
+    }));
   }
 
   async #reconcile(client: PoolClient, tenantId: number, fromDay: number, toDay: number): Promise<UsageDayCheck[]> {

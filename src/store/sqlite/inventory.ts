@@ -26,6 +26,7 @@ import type {
 } from '../types.js';
 import type { Connection } from './connection.js';
 import { fromStored, highColumn, join, toStored } from '../wide.js';
+import { integerSums } from './integer-sums.js';
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -440,7 +441,7 @@ export class InventoryReader {
       const read = this.#prepare(`WITH w(i, s, e, we) AS (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))
 SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`).raw(true).safeIntegers(true);
-      for (const r of read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][]) {
+      for (const r of integerSums(() => read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][])) {
         rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: sumsOf(r, 1 + n) });
       }
     }

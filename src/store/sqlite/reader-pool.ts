@@ -14,7 +14,7 @@
  * tenant) until its statement ends, so that aborted reads cannot multiply threads.
  */
 import { Worker } from 'node:worker_threads';
-import { InvalidCursorError, ReadAbortedError, ReadTimeoutError, StoreUnavailableError } from '../types.js';
+import { InvalidCursorError, ReadAbortedError, ReadTimeoutError, StoreUnavailableError, SumOutOfRangeError } from '../types.js';
 import type { ReadCounts } from '../types.js';
 import { epochNow } from './read-budget.js';
 import type { ReadName, ReadRequest, ReadResponse, ReaderData, ReaderThreadData, Reads } from './reads.js';
@@ -253,6 +253,8 @@ function rebuild(error: Extract<ReadResponse, { ok: false }>['error']): Error {
       return new InvalidCursorError(error.message);
     case 'range':
       return new RangeError(error.message);
+    case 'sum':
+      return new SumOutOfRangeError();
     case 'error':
       if (error.code !== undefined && !error.code.startsWith('SQLITE_CONSTRAINT')) {
         return new StoreUnavailableError(`SQLite read failed: ${error.code}`, { cause: new Error(error.message) });

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../../background-thread.js';
-import { InvalidCursorError, ReadAbortedError, ReadTimeoutError } from '../types.js';
+import { InvalidCursorError, ReadAbortedError, ReadTimeoutError, SumOutOfRangeError } from '../types.js';
 import { openReadOnly, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import { ReadBudget } from './read-budget.js';
@@ -40,6 +40,7 @@ function kindOf(err: unknown): ReadErrorKind {
   if (err instanceof ReadAbortedError) return 'aborted';
   if (err instanceof InvalidCursorError) return 'cursor';
   if (err instanceof RangeError) return 'range';
+  if (err instanceof SumOutOfRangeError) return 'sum';
   return 'error';
 }
 

@@ -43,7 +43,7 @@ export interface ReadRequest {
 }
 
 /** How a failed read is rebuilt on the main thread: the error classes do not cross threads. */
-export type ReadErrorKind = 'timeout' | 'aborted' | 'cursor' | 'range' | 'error';
+export type ReadErrorKind = 'timeout' | 'aborted' | 'cursor' | 'range' | 'sum' | 'error';
 
 export type ReadResponse =
   | { id: number; ok: true; result: unknown }

@@ -9,6 +9,7 @@ import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns
 import type { Connection } from './connection.js';
 import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
 import { DayChecks } from '../usage-days.js';
+import { integerSums } from './integer-sums.js';
 
 const STATEMENT_CACHE = 200;
 
@@ -72,7 +73,7 @@ export class UsageReader {
       const units = Array.from({ length: count }, (_, w) => first + w);
       const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${STORED_MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
-      const raw = this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][];
+      const raw = integerSums(() => this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][]);
       return this.#columns(q, raw, first);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
@@ -101,7 +102,7 @@ GROUP BY i${keys}`;
       ...q.terms.map((term) => JSON.stringify(term.spans.flatMap((s) => pieces(s, PIECE_UNITS[term.shape.grain])))),
       ...q.terms.map(() => tenantId),
     ];
-    const raw = this.#prepare(sql).raw(true).all(...params) as bigint[][];
+    const raw = integerSums(() => this.#prepare(sql).raw(true).all(...params) as bigint[][]);
     return this.#columns(q, raw, 0);
   }
 
@@ -143,7 +144,7 @@ GROUP BY i${keys}`;
     }
     const events = this.#prepare(`SELECT timestamp / 86400, ${storedMeasureSql(EVENT_COLUMNS).join(', ')} FROM events
       WHERE tenant = ? AND timestamp >= ? * 86400 AND timestamp < ? * 86400 GROUP BY 1`);
-    for (const row of events.raw(true).all(...range) as bigint[][]) at(row[0]!).events = measuresOf(row, 1);
+    for (const row of integerSums(() => events.raw(true).all(...range) as bigint[][])) at(row[0]!).events = measuresOf(row, 1);
     // Late events arrive on any day, whatever their timestamp: the whole tenant is read.
     const arrivals = this.#prepare(`SELECT (timestamp + received_after) / 86400 AS day, count(*) FROM events
       WHERE tenant = ? AND day >= ? AND day < ? GROUP BY 1`);
@@ -152,11 +153,11 @@ GROUP BY i${keys}`;
       const perDay = 24 / GRAIN_HOURS[shape.grain];
       const sums = this.#prepare(`SELECT ${shape.grain} / ${perDay}, ${STORED_MEASURE_COLUMNS.map((c) => `sum(${c})`).join(', ')} FROM ${shape.table}
         WHERE tenant = ? AND ${shape.grain} >= ? * ${perDay} AND ${shape.grain} < ? * ${perDay} GROUP BY 1`);
-      for (const row of sums.raw(true).all(...range) as bigint[][]) at(row[0]!).rollups[shape.name] = measuresOf(row, 1);
+      for (const row of integerSums(() => sums.raw(true).all(...range) as bigint[][])) at(row[0]!).rollups[shape.name] = measuresOf(row, 1);
     }
     const unfolded = this.#prepare(`SELECT timestamp / 86400, ${storedMeasureSql(EVENT_COLUMNS).join(', ')} FROM events
       WHERE ${UNFOLDED} AND tenant = ? AND timestamp >= ? * 86400 AND timestamp < ? * 86400 GROUP BY 1`);
-    for (const row of unfolded.raw(true).all(...range) as bigint[][]) days.unfolded(row[0]!, measuresOf(row, 1));
+    for (const row of integerSums(() => unfolded.raw(true).all(...range) as bigint[][])) days.unfolded(row[0]!, measuresOf(row, 1));
     return days.list();
   }
 
