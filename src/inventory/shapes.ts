@@ -14,7 +14,7 @@ import type { InventoryDifference } from '../store/types.js';
 import { DIMENSIONS, DIMENSION_COLUMN } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import type { Attribution } from './timeline.js';
-import { fromStored, highColumn, storedColumns, wideColumnsMigrationSql, widePositions } from '../store/wide.js';
+import { fromStored, highColumn, joinedSql, storedColumns, wideColumnsMigrationSql, widePositions } from '../store/wide.js';
 
 /** The delta columns of every shape, in timeline.ts DELTA_MEASURES order. */
 export const DELTA_COLUMNS = ['bytes', 'tail', 'objects', 'markers', 'unknown', 'part_bytes'] as const;
@@ -136,17 +136,17 @@ export const OPENING_FROM = -24 * 1_000_000;
  * first window they grow with the data's age (a few TB a day for two years pass 2^63 bytes × hours),
  * and summing them overflowed the stores' 64-bit integers, answering 500 for nothing used.
  */
-export function sumsSql(shape: StorageShape, window: string, end: string): string[] {
-  const part = (high: boolean) => (c: string) => (high ? `u.${highColumn(c)}` : `u.${c}`);
+export function sumsSql(shape: StorageShape, window: string, end: string, parts: boolean): string[] {
   const inWindow = (x: string) => `CASE WHEN w.${window} < 0 THEN 0 ELSE ${x} END`;
-  // Each wide sum twice, over the low and the high parts (sumsOf joins them): a part times hours stays far within 2^63.
+  // `parts`: each wide sum twice, over the low and the high parts (sumsOf joins them), a part times
+  // hours far within 2^63; else the parts joined in SQL (wide.ts joinedSql), seven sums.
   const sums = (high: boolean) => {
-    const c = part(high);
+    const c = (column: string) => (high ? `u.${highColumn(column)}` : parts || !WIDE_VALUE_COLUMNS.includes(column) ? `u.${column}` : joinedSql('u', column));
     const weighted = shape.grain === 'day' ? `${c(BYTES_LEFT)} + ${c('bytes')} * (w.${end} - 24 * u.day - 24)` : `${c('bytes')} * (w.${end} - u.hour - 1)`;
     return [c('bytes'), inWindow(c('tail')), inWindow(weighted), c('part_bytes')];
   };
-  const [bytes, tail, weighted, parts] = sums(false);
-  return [bytes!, tail!, weighted!, 'u.objects', 'u.markers', 'u.unknown', parts!, ...sums(true)].map((x) => `sum(${x})`);
+  const [bytes, tail, weighted, partBytes] = sums(false);
+  return [bytes!, tail!, weighted!, 'u.objects', 'u.markers', 'u.unknown', partBytes!, ...(parts ? sums(true) : [])].map((x) => `sum(${x})`);
 }
 
 /** Where sumsSql's wide sums are among the first seven (their high parts follow them). */

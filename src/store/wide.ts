@@ -19,6 +19,14 @@ export const highColumn = (column: string): string => `${column}_hi`;
 /** A wide value's parts as SQL over an integer expression: [low, high]. */
 export const splitSql = (x: string): [string, string] => [`((${x}) & ${LOW_MASK})`, `((${x}) >> ${LOW_BITS})`];
 
+/**
+ * A wide column's value as one SQL integer over row `alias`: exact while it fits 64 bits; past them a
+ * float (SQLite) or "out of range" (PostgreSQL), which the readers take for SumOutOfRangeError and read
+ * again in parts. Reads try this first: one sum per measure, not two (a read of every measure in parts
+ * took 1.3 to 2 times as long).
+ */
+export const joinedSql = (alias: string, column: string): string => `(${alias}.${column} + ${alias}.${highColumn(column)} * ${LOW_MASK + 1})`;
+
 /** A value's parts: [low, high]. */
 export const split = (v: bigint): [bigint, bigint] => [v & BigInt(LOW_MASK), v >> BigInt(LOW_BITS)];
 

@@ -8,7 +8,7 @@
  * dimension it groups or filters by (docs: README "Usage").
  */
 import { KINDS } from '../events/catalogue.js';
-import { fromStored, splitNumber, splitSql, storedColumns, widePositions } from '../store/wide.js';
+import { fromStored, joinedSql, splitNumber, splitSql, storedColumns, widePositions } from '../store/wide.js';
 
 export const DIMENSIONS = ['provider', 'bucket', 'customerId', 'featureId', 'clientType', 'clientId', 'action'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -198,6 +198,9 @@ export const WIDE_MEASURE_COLUMNS = MEASURE_COLUMNS.filter((c) => c !== 'request
 /** The rollups' measure columns as stored: MEASURE_COLUMNS (the byte ones' low parts), then the byte ones' high parts. */
 export const STORED_MEASURE_COLUMNS = storedColumns(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS);
 const WIDE_AT = widePositions(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS);
+
+/** The measures (MEASURES order) over a rollup row `alias`, the byte ones' parts joined in SQL (wide.ts joinedSql). */
+export const joinedMeasureSql = (alias: string): string[] => MEASURE_COLUMNS.map((c) => (WIDE_MEASURE_COLUMNS.includes(c) ? joinedSql(alias, c) : `${alias}.${c}`));
 
 /** The measures (MEASURES order) of stored columns' values read from `raw` at `at`. */
 export const measuresOf = (raw: readonly bigint[], at: number): bigint[] => fromStored(raw, at, MEASURES.length, WIDE_AT);

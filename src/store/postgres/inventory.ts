@@ -22,7 +22,7 @@ import { inRange } from './sums.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
-import { FOLD_BEFORE_READ_MS, inventoryBacklog, serverEventId } from '../types.js';
+import { FOLD_BEFORE_READ_MS, SumOutOfRangeError, inventoryBacklog, serverEventId } from '../types.js';
 import { byDeadline } from '../deadline.js';
 import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
@@ -214,16 +214,27 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     const filter = where.map((w) => ` AND ${w}`).join('');
     // Each term one index range scan per span, all in one statement.
     const values: unknown[] = [tenantId];
-    const sql = planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds).map(({ shape, spans }) => {
+    const terms = planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds).map(({ shape, spans }) => {
       const at = values.length;
       values.push(spans.map((x) => x.window), spans.map((x) => x.from), spans.map((x) => x.to), spans.map((x) => x.end));
-      const time = `u.${shape.grain}`;
-      return `SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').map((x) => `${x}::text`).join(', ')}
+      return { shape, at };
+    });
+    const sql = (parts: boolean) =>
+      terms.map(({ shape, at }) => {
+        const time = `u.${shape.grain}`;
+        return `SELECT w.i${g}, ${sumsSql(shape, 'i', 'we', parts).map((x) => `${x}::text`).join(', ')}
 FROM unnest($${at + 1}::integer[], $${at + 2}::integer[], $${at + 3}::integer[], $${at + 4}::integer[]) AS w(i, s, e, we)
 JOIN ${shape.table} u ON u.tenant = $1 AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`;
+      });
+    const read = (parts: boolean) => inRange(this.guarded(() => this.reads.query<(string | number)[]>({ text: sql(parts).join('\nUNION ALL\n'), values, rowMode: 'array' }, signal)));
+    // The wide sums' parts joined in SQL; a product past 64 bits is read again in parts (wide.ts).
+    let parts = false;
+    const { rows } = await read(false).catch((err: unknown) => {
+      if (!(err instanceof SumOutOfRangeError)) throw err;
+      parts = true;
+      return read(true);
     });
-    const { rows } = await inRange(this.guarded(() => this.reads.query<(string | number)[]>({ text: sql.join('\nUNION ALL\n'), values, rowMode: 'array' }, signal)));
     const n = q.groupBy.length;
     const ids = new Set<number>();
     for (const row of rows) {
@@ -232,7 +243,7 @@ GROUP BY w.i${g}`;
       });
     }
     const texts = await this.#texts([...ids]);
-    const added = addTerms(rows.map((row) => ({ window: Number(row[0]), ids: row.slice(1, 1 + n).map(Number), sums: sumsOf(row.slice(1 + n).map((v) => BigInt(v)), 0) })));
+    const added = addTerms(rows.map((row) => ({ window: Number(row[0]), ids: row.slice(1, 1 + n).map(Number), sums: parts ? sumsOf(row.slice(1 + n).map((v) => BigInt(v)), 0) : row.slice(1 + n).map((v) => BigInt(v)) })));
     return added.map((row) => ({
       window: row.window,
       values: q.groupBy.map((d, i) => (d === 'action' ? actionOf(row.ids[i]!) : (texts.get(row.ids[i]!) ?? null))),

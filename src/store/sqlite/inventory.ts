@@ -19,7 +19,7 @@ import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js'
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
-import { serverEventId } from '../types.js';
+import { SumOutOfRangeError, serverEventId } from '../types.js';
 import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, ObjectsStoreQuery, StorageDeltaRow, StorageInterval, StorageIntervalFilter, StorageKey, StorageStoreQuery,
   StorageWindowSums,
@@ -435,15 +435,26 @@ export class InventoryReader {
     const filter = where.map((w) => ` AND ${w}`).join('');
     const g = groups.map((c) => `, ${c}`).join('');
     const n = q.groupBy.length;
-    const rows: TermRow[] = [];
-    for (const { shape, spans } of planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds)) {
-      const time = `u.${shape.grain}`;
-      const read = this.#prepare(`WITH w(i, s, e, we) AS (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))
-SELECT w.i${g}, ${sumsSql(shape, 'i', 'we').join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
+    // The wide sums' parts joined in SQL; a sum past 64 bits is read again in parts (wide.ts).
+    const read = (parts: boolean) => {
+      const rows: TermRow[] = [];
+      for (const { shape, spans } of planStorage([...q.groupBy, ...(Object.keys(q.filters) as Dimension[])], q.bounds)) {
+        const time = `u.${shape.grain}`;
+        const statement = this.#prepare(`WITH w(i, s, e, we) AS (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))
+SELECT w.i${g}, ${sumsSql(shape, 'i', 'we', parts).join(', ')} FROM w CROSS JOIN ${shape.table} u ON u.tenant = ? AND ${time} >= w.s AND ${time} < w.e WHERE true${filter}
 GROUP BY w.i${g}`).raw(true).safeIntegers(true);
-      for (const r of integerSums(() => read.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][])) {
-        rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: sumsOf(r, 1 + n) });
+        for (const r of integerSums(() => statement.all(JSON.stringify(spans.map((x) => [x.window, x.from, x.to, x.end])), tenantId) as bigint[][])) {
+          rows.push({ window: Number(r[0]), ids: r.slice(1, 1 + n).map(Number), sums: parts ? sumsOf(r, 1 + n) : r.slice(1 + n) });
+        }
       }
+      return rows;
+    };
+    let rows: TermRow[];
+    try {
+      rows = read(false);
+    } catch (err) {
+      if (!(err instanceof SumOutOfRangeError)) throw err;
+      rows = read(true);
     }
     return addTerms(rows).map((row) => ({ window: row.window, values: q.groupBy.map((d, i) => this.#value(d, row.ids[i]!)), sums: row.sums }));
   }

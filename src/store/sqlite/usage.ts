@@ -1,8 +1,9 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
 import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
+import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { EVERY_TENANT } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
@@ -65,16 +66,27 @@ export class UsageReader {
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
       where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
     }
+    // The byte measures' parts joined in SQL; a sum past 64 bits is read again in parts (wide.ts).
+    try {
+      return this.#query(tenantId, q, where, false);
+    } catch (err) {
+      if (!(err instanceof SumOutOfRangeError)) throw err;
+      return this.#query(tenantId, q, where, true);
+    }
+  }
+
+  #query(tenantId: number, q: UsageStoreQuery, where: string[], parts: boolean): UsageColumns {
+    const measures = parts ? STORED_MEASURE_COLUMNS.map((c) => `u.${c}`) : joinedMeasureSql('u');
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
       const { first, count } = direct;
       // Each unit looked up by equality, so that a dimension filtered after the time column in the key narrows the lookup.
       const units = Array.from({ length: count }, (_, w) => first + w);
-      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${STORED_MEASURE_COLUMNS.map((c) => `u.${c}`).join(', ')}
+      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${measures.join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
       const raw = integerSums(() => this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][]);
-      return this.#columns(q, raw, first);
+      return this.#columns(q, raw, first, parts);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
@@ -85,9 +97,9 @@ export class UsageReader {
     // (three times the CPU of hourly windows). One term (most queries) is summed in place; several
     // are summed over their UNION ALL.
     const single = q.terms.length === 1;
-    const measure = (c: string, m: number) => (single ? `sum(w.k * u.${c})` : `w.k * u.${c} AS m${m}`);
+    const measure = (x: string, m: number) => (single ? `sum(w.k * ${x})` : `w.k * ${x} AS m${m}`);
     const terms = q.terms.map(
-      (term, t) => `SELECT w.i AS i${groups}, ${STORED_MEASURE_COLUMNS.map(measure).join(', ')}
+      (term, t) => `SELECT w.i AS i${groups}, ${measures.map(measure).join(', ')}
   FROM w${t} w CROSS JOIN ${term.shape.table} u ON bm_check(w.i) AND u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
   ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
     );
@@ -95,7 +107,7 @@ export class UsageReader {
     const sql = single
       ? `${spans}\n${terms[0]}\nGROUP BY i${keys}`
       : `${spans}
-SELECT i${keys}, ${STORED_MEASURE_COLUMNS.map((_, m) => `sum(m${m})`).join(', ')}
+SELECT i${keys}, ${measures.map((_, m) => `sum(m${m})`).join(', ')}
 FROM (${terms.join('\nUNION ALL\n')})
 GROUP BY i${keys}`;
     const params = [
@@ -103,17 +115,21 @@ GROUP BY i${keys}`;
       ...q.terms.map(() => tenantId),
     ];
     const raw = integerSums(() => this.#prepare(sql).raw(true).all(...params) as bigint[][]);
-    return this.#columns(q, raw, 0);
+    return this.#columns(q, raw, 0, parts);
   }
 
-  /** Raw rows (their window, or unit: the window plus `first`; the groups; the measures) as columns. */
-  #columns(q: UsageStoreQuery, raw: bigint[][], first: number): UsageColumns {
+  /** Raw rows (their window, or unit: the window plus `first`; the groups; the measures, or their `parts`) as columns. */
+  #columns(q: UsageStoreQuery, raw: bigint[][], first: number, parts: boolean): UsageColumns {
     const n = q.groupBy.length;
     const rows = idColumns(q.groupBy, raw.length);
     for (let i = 0; i < raw.length; i++) {
       const row = raw[i]!;
       rows.window[i] = Number(row[0]) - first;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
+      if (!parts) {
+        for (let m = 0; m < MEASURES.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
+        continue;
+      }
       const measures = measuresOf(row, 1 + n);
       for (let m = 0; m < MEASURES.length; m++) setMeasure(rows, m, i, measures[m]!);
     }
