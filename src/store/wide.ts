@@ -30,11 +30,23 @@ export const joinedSql = (alias: string, column: string): string => `(${alias}.$
 /** A value's parts: [low, high]. */
 export const split = (v: bigint): [bigint, bigint] => [v & BigInt(LOW_MASK), v >> BigInt(LOW_BITS)];
 
-/** A non-negative JS number's parts (one event's bytes, at most 2^44): [low, high]. */
-export const splitNumber = (n: number): [number, number] => [n % (LOW_MASK + 1), Math.floor(n / (LOW_MASK + 1))];
-
 /** The value of its parts. */
 export const join = (low: bigint, high: bigint): bigint => low + (high << BigInt(LOW_BITS));
+
+/**
+ * An upsert's SET adding `excluded`'s values to the row's (`target.` before the row's columns where
+ * the dialect needs it): each wide column's parts kept canonical, the low one in [0, 2^24), so that a
+ * value has the same parts however it was added (a fold's chunks, a rebuild at once).
+ */
+export function addSetSql(columns: readonly string[], wide: readonly string[], target = ''): string {
+  return columns
+    .flatMap((c) => {
+      if (!wide.includes(c)) return [`${c} = ${target}${c} + excluded.${c}`];
+      const [low, high] = splitSql(`${target}${c} + excluded.${c}`);
+      return [`${c} = ${low}`, `${highColumn(c)} = ${target}${highColumn(c)} + excluded.${highColumn(c)} + ${high}`];
+    })
+    .join(', ');
+}
 
 /**
  * The stored columns of `columns` (each wide one's low part in its place), then the high parts of the

@@ -8,7 +8,7 @@
  * dimension it groups or filters by (docs: README "Usage").
  */
 import { KINDS } from '../events/catalogue.js';
-import { fromStored, joinedSql, splitNumber, splitSql, storedColumns, widePositions } from '../store/wide.js';
+import { fromStored, joinedSql, splitSql, storedColumns, widePositions } from '../store/wide.js';
 
 export const DIMENSIONS = ['provider', 'bucket', 'customerId', 'featureId', 'clientType', 'clientId', 'action'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -206,25 +206,18 @@ export const joinedMeasureSql = (alias: string): string[] => MEASURE_COLUMNS.map
 export const measuresOf = (raw: readonly bigint[], at: number): bigint[] => fromStored(raw, at, MEASURES.length, WIDE_AT);
 
 /**
- * One event's measures added into `sums` (STORED_MEASURE_COLUMNS order), as storedMeasureSql's
- * aggregates count it: the writer sums a transaction's events with this while it inserts them
- * (SQLite's usage stage). `billable` is the stored column (null when absent, which counts as billable).
+ * One event's measures added into `sums` (STORED_MEASURE_COLUMNS order, the byte ones whole in their
+ * low column: the stage's sums of a fold's chunk, SQLite's usage-sql.ts stageFromEvents), as
+ * measureSql's aggregates count it: the writer sums a transaction's events with this while it inserts
+ * them (SQLite's usage stage). `billable` is the stored column (null when absent, which counts as billable).
  */
 export function addMeasures(sums: Float64Array, at: number, action: number, bytes: number | null, billable: number | null): void {
   sums[at]! += 1;
   if (bytes === null) return;
-  const [low, high] = splitNumber(bytes);
   if (action === GET) {
-    sums[at + 1]! += low;
-    sums[at + 4]! += high;
-    if (billable !== 0) {
-      sums[at + 2]! += low;
-      sums[at + 5]! += high;
-    }
-  } else if (WRITES.includes(action)) {
-    sums[at + 3]! += low;
-    sums[at + 6]! += high;
-  }
+    sums[at + 1]! += bytes;
+    if (billable !== 0) sums[at + 2]! += bytes;
+  } else if (WRITES.includes(action)) sums[at + 3]! += bytes;
 }
 
 /** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */

@@ -810,6 +810,12 @@ function usageContract(name: string, open: () => Promise<OpenedStore>, options: 
           assert.deepEqual(await usageAnswer(store, attacker, bounds, granularity, groupBy), expected, `the attacker: ${granularity} by ${groupBy.join(',')}`);
         }
       }
+      // A rebuild sums all of them at once (not a fold's chunk): the same answers.
+      await store.usage.rebuild(attacker, H0 - 1, H0 + 1);
+      for (const groupBy of groupBys) {
+        const { bounds, granularity } = windows[0]!;
+        assert.deepEqual(await usageAnswer(store, attacker, bounds, granularity, groupBy), reference(refAttacker, query(bounds, granularity, groupBy)), `after a rebuild: by ${groupBy.join(',')}`);
+      }
       const day = Math.floor(T0 / 86400);
       for (const check of await store.usage.reconcile(attacker, day - 1, day + 2)) {
         for (const [shape, sums] of Object.entries(check.rollups)) assert.deepEqual(sums, check.events, `reconcile: ${shape} on day ${check.day}`);

@@ -15,9 +15,9 @@ import { Closure, FROM_THE_START, compareEntries, deltaKey, nodeBucket, redo, sp
 import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import {
   COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, compareShapes, dimensionColumns, dimensionIds, planStorage, project, storedValueColumns, sumsOf, sumsSql,
-  valueColumns, wideValuePositions,
+  valueColumns, WIDE_VALUE_COLUMNS, wideValuePositions,
 } from '../../inventory/shapes.js';
-import { fromStored, highColumn, join, toStored } from '../wide.js';
+import { addSetSql, fromStored, highColumn, join, toStored } from '../wide.js';
 import { inRange } from './sums.js';
 import type { ShapeRow, StorageShape } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -608,7 +608,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     await c.query(
       `INSERT INTO ${shape.table} (${key}, ${values.join(', ')})
        SELECT $1, * FROM unnest($2::integer[], ${arrays.join(', ')})
-       ON CONFLICT (${key}) DO UPDATE SET ${values.map((x) => `${x} = ${shape.table}.${x} + excluded.${x}`).join(', ')}`,
+       ON CONFLICT (${key}) DO UPDATE SET ${addSetSql(valueColumns(shape), WIDE_VALUE_COLUMNS, `${shape.table}.`)}`,
       [tenant, rows.map((r) => r.time), ...columns.map((_, i) => rows.map((r) => r.ids[i])), ...values.map((_, i) => stored.map((v) => v[i]!.toString()))],
     );
   }

@@ -8,7 +8,7 @@
  * transaction only, so a row names exactly events that committed with it.
  */
 import { FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql } from '../../usage/shapes.js';
-import { wideColumnsMigrationSql } from '../wide.js';
+import { addSetSql, splitSql, wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 const SHARDS = 16;
@@ -52,11 +52,21 @@ export function rollupSql(shape: Shape, source: string, where = 'true', narrow =
   const keys = [...keyColumns(shape), 'shard'];
   const exprs = [...keySql(shape, EVENT_COLUMNS), '0::smallint'];
   const positions = exprs.map((_, i) => i + 1).join(', ');
-  const columns = narrow ? MEASURE_COLUMNS : STORED_MEASURE_COLUMNS;
-  return `INSERT INTO ${shape.table} (${[...keys, ...columns].join(', ')})
-  SELECT ${[...exprs, ...(narrow ? measureSql : storedMeasureSql)(EVENT_COLUMNS)].join(', ')} FROM ${source} WHERE ${where}
+  if (narrow) {
+    return `INSERT INTO ${shape.table} (${[...keys, ...MEASURE_COLUMNS].join(', ')})
+  SELECT ${[...exprs, ...measureSql(EVENT_COLUMNS)].join(', ')} FROM ${source} WHERE ${where}
   GROUP BY ${positions} ORDER BY ${positions}
-  ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${columns.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
+  ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
+  }
+  // Each event's bytes split, the low sums split again: canonical parts (wide.ts addSetSql).
+  const [requests, ...sums] = storedMeasureSql(EVENT_COLUMNS);
+  const wide = WIDE_MEASURE_COLUMNS.length;
+  const lows = sums.slice(0, wide).map((x) => `(${x})::bigint`);
+  const measures = [requests!, ...lows.map((x) => splitSql(x)[0]), ...sums.slice(wide).map((x, i) => `(${x})::bigint + ${splitSql(lows[i]!)[1]}`)];
+  return `INSERT INTO ${shape.table} (${[...keys, ...STORED_MEASURE_COLUMNS].join(', ')})
+  SELECT ${[...exprs, ...measures].join(', ')} FROM ${source} WHERE ${where}
+  GROUP BY ${positions} ORDER BY ${positions}
+  ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${addSetSql(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, `${shape.table}.`)}`;
 }
 
 /** The CTE adding receipts: `rows` gives (tenant, day, received, stored, rejected); duplicates are the rest. */

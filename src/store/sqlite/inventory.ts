@@ -13,7 +13,7 @@ import type { Entry, TimelineEvent } from '../../inventory/timeline.js';
 import { INVENTORY_ACTION_CODES, KIND_CODE, actionOf, attribution, compareInventory, kindOf, pickEntries, rankSql, restFields } from '../../inventory/rows.js';
 import {
   COARSE_SHAPES, DELTA_COLUMNS, DIMENSION_COLUMNS, FINE_SHAPE, addTerms, coarseShapesMigrationSql, compareShapes, dimensionColumns, dimensionIds, planStorage, project, storedValueColumns,
-  sumsOf, sumsSql, valueColumns, wideValuePositions,
+  sumsOf, sumsSql, valueColumns, WIDE_VALUE_COLUMNS, wideValuePositions,
 } from '../../inventory/shapes.js';
 import type { ShapeRow, StorageShape, TermRow } from '../../inventory/shapes.js';
 import { DIMENSION_COLUMN } from '../../usage/shapes.js';
@@ -25,7 +25,7 @@ import type {
   StorageWindowSums,
 } from '../types.js';
 import type { Connection } from './connection.js';
-import { fromStored, highColumn, join, toStored } from '../wide.js';
+import { addSetSql, fromStored, highColumn, join, toStored } from '../wide.js';
 import { integerSums } from './integer-sums.js';
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
@@ -157,7 +157,7 @@ type EventRow = [number, number | null, number, number, number, number, number, 
 function upsertSql(shape: StorageShape): string {
   const columns = [...dimensionColumns(shape), ...storedValueColumns(shape)];
   return `INSERT INTO ${shape.table} (tenant, ${shape.grain}, ${columns.join(', ')}) VALUES (${['?', '?', ...columns.map(() => '?')].join(', ')})
-ON CONFLICT DO UPDATE SET ${storedValueColumns(shape).map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`;
+ON CONFLICT DO UPDATE SET ${addSetSql(valueColumns(shape), WIDE_VALUE_COLUMNS)}`;
 }
 
 const FINE_WIDE = wideValuePositions(FINE_SHAPE);

@@ -165,9 +165,13 @@ export class PendingStage {
   committed(from: number, to: number): void {
     const { rows, keys, sums } = this.#open;
     if (to <= from || rows * EVENTS_PER_ROW > this.#summed || this.#keptRows + rows > MAX_KEPT_ROWS) return;
-    // Sums past 2^53 are not exact in a double: those seqs are staged from the events.
+    // Sums past 2^53 are not exact in a double: those seqs are staged from the events. So are the
+    // transaction's totals: the rollups add stage rows whole (usage-sql.ts rollupFromStage), and a
+    // fold's chunk must stay far within 2^63 however its rows are grouped.
     const kept = sums.slice(0, rows * MEASURE_COUNT);
-    if (!kept.every(Number.isSafeInteger)) return;
+    const totals = new Float64Array(MEASURE_COUNT);
+    for (let i = 0; i < kept.length; i++) totals[i % MEASURE_COUNT]! += kept[i]!;
+    if (!totals.every(Number.isSafeInteger)) return;
     this.#segments.push({ from, to, rows, keys: keys.slice(0, rows * KEY_COUNT), sums: kept });
     this.#keptRows += rows;
   }

@@ -81,7 +81,7 @@ function prepare(db: Connection) {
     usageCursor: db.prepare("SELECT value FROM counters WHERE name = 'usage_seq'").pluck(),
     setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
-    stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?')),
+    stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?', false)),
     stageRow: db.prepare(INSERT_STAGE_ROW),
     rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
     clearStage: db.prepare(CLEAR_STAGE),
@@ -90,7 +90,7 @@ function prepare(db: Connection) {
     inventory: new InventoryWriter(db),
     rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
     // Only what is folded: the events past the cursor are added by their fold.
-    stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`)),
+    stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`, true)),
     rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
     countRebuild: db.prepare(countRebuildSql('?', '?')),
   };
