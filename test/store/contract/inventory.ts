@@ -342,6 +342,29 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
       await expectMatches(store, other, events, 'the other tenant', BUCKETS, [...WINDOW_SETS, [H0, H0 + 24 * 400]]);
     });
 
+    it("reads a window's stored bytes past 64 bits: 100 objects of 2^44 bytes for ten months, in one row and in two", async () => {
+      // A window's byte-seconds pass 2^63 here: a product in one row (PostgreSQL "bigint out of range",
+      // SQLite a float), or the sum of two rows each within it (SQLite "integer overflow"); both were a 500.
+      const store = opened!.store;
+      const HOURS = 7300;
+      for (const [note, days, per] of [['one row', [0], 100], ['two rows', [0, 1], 50]] as const) {
+        const tenantId = await tenant();
+        const events = days.flatMap((d) =>
+          Array.from({ length: per }, (_, i): RefEvent => ({ eventId: `big-${d}-${i}`, provider: 'wasabi', bucket: 'b1', timestamp: T0 + d * 86400 + 3600, customerId: 'c1', action: 'PutObject', objectKey: `k${d}-${i}`, bytes: MAX_EVENT_BYTES })),
+        );
+        await store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T0, event: wire(e) })), quarantine: [] });
+        const lives = simulate(events);
+        // The puts in a day of the day shape, in an edge hour of the hour shape, and in an earlier window.
+        for (const bounds of [[H0, H0 + HOURS], [H0 + 1, H0 + 1 + HOURS], [H0 - 24, H0 + HOURS, H0 + 2 * HOURS]]) {
+          const rows = foldStorage(bounds, await store.inventory.storage(tenantId, { bounds, groupBy: ['customerId'], filters: {} }));
+          for (let w = 0; w < bounds.length - 1; w++) {
+            const row = rows.find((r) => r.window === w && r.values[0] === 'c1');
+            assert.deepEqual(row?.measures, measures(lives, bounds[w]! * 3600, bounds[w + 1]! * 3600), `${note}: window ${bounds[w]}..${bounds[w + 1]}`);
+          }
+        }
+      }
+    });
+
     it('equals the reference model after every catch-up when late events reach copies, uploads\' keys and forced deletes', async () => {
       const store = opened!.store;
       await fc.assert(
