@@ -182,7 +182,7 @@ for (const backend of BACKENDS) {
 }
 
 /** Opens a fresh store of the backend; `raw` runs SQL on its database with the store closed. */
-async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Promise<Store>; raw(sql: string): Promise<void> }> {
+async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Promise<Store>; raw(sql: string): Promise<void>; count(sql: string): Promise<number> }> {
   if (backend === 'sqlite') {
     const path = join(tempDir(), 'bucketmeter.db');
     return {
@@ -191,6 +191,14 @@ async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Pro
         const db = new Database(path);
         db.exec(sql);
         db.close();
+      },
+      count: async (sql) => {
+        const db = new Database(path, { readonly: true });
+        try {
+          return Number(db.prepare(sql).pluck().get());
+        } finally {
+          db.close();
+        }
       },
     };
   }
@@ -205,8 +213,24 @@ async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Pro
         await pool.end();
       }
     },
+    count: async (sql) => {
+      const pool = new pg.Pool({ connectionString: url });
+      try {
+        return Number((await pool.query<{ n: string }>(sql)).rows[0]!.n);
+      } finally {
+        await pool.end();
+      }
+    },
   };
 }
+
+/** Rows of every wide table whose low part is not a low part (outside [0, 2^24)): what migration 12 splits. */
+const UNSPLIT_SQL = `SELECT ${[
+  ...SHAPES.map((shape) => [shape.table, WIDE_MEASURE_COLUMNS] as const),
+  ...STORAGE_SHAPES.map((shape) => [shape.table, valueColumns(shape).filter((c) => WIDE_VALUE_COLUMNS.includes(c))] as const),
+]
+  .map(([table, wide]) => `(SELECT count(*) FROM ${table} WHERE ${wide.map((c) => `${c} < 0 OR ${c} > ${2 ** 24 - 1}`).join(' OR ')})`)
+  .join(' + ')} AS n`;
 
 for (const backend of BACKENDS) {
   describe(`upgrade to the coarse inventory delta shapes (${backend.name})`, { skip: backend.skip }, () => {
@@ -275,6 +299,11 @@ for (const backend of BACKENDS) {
       // A store of schema 11: its byte sums in one column each.
       await fresh.raw(`${NARROW_SQL}
         DELETE FROM schema_migrations WHERE version >= 12;`);
+      assert.ok((await fresh.count(UNSPLIT_SQL)) > 0, 'schema 11 holds sums to split');
+      store = await fresh.open();
+      await store.close();
+      // Every stored sum split (the reads join any parts alike, so they cannot tell): its low part below 2^24.
+      assert.equal(await fresh.count(UNSPLIT_SQL), 0, 'migration 12 left sums unsplit');
       store = await fresh.open();
       try {
         assert.deepEqual(await read(store, tenantId), before);
