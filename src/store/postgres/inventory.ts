@@ -306,7 +306,8 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     const cols = DIMENSION_COLUMNS.join(', ');
     const opening = await this.guarded(() =>
       this.pool.query<(number | string)[]>({
-        text: `SELECT ${cols}, sum(bytes)::text, sum(${highColumn('bytes')})::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols}`,
+        text: `SELECT ${cols}, sum(bytes)::text, sum(${highColumn('bytes')})::text FROM inventory_hours WHERE tenant = $1 AND hour < $2 GROUP BY ${cols}
+          HAVING sum(bytes) <> 0 OR sum(${highColumn('bytes')}) <> 0`,
         values: [tenantId, Math.floor(from / 3600)],
         rowMode: 'array',
       }),
@@ -320,7 +321,8 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
       }),
     );
     const keyOf = await this.#keyMaker([...opening.rows.map((r) => r.slice(0, 7)), ...rows.rows.map((r) => r.slice(1, 8))]);
-    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0.
+    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0
+    // (HAVING above keeps every key with a part not 0: the keys whose bytes are all gone stay out).
     const big = (v: unknown) => BigInt(v as string);
     return {
       opening: opening.rows.map((r) => ({ key: keyOf(r.slice(0, 7)), bytes: join(big(r[7]), big(r[8])) })).filter((o) => o.bytes !== 0n),

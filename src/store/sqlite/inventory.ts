@@ -486,10 +486,12 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
 
   storageDeltas(tenantId: number, from: number, to: number): { opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] } {
     const cols = `provider, bucket, customer, feature, client_type, client_id, action`;
-    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0.
+    // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0:
+    // HAVING drops the keys whose parts are both 0 (most of the churned ones), the filter below the rest.
     const bytesHi = highColumn('bytes');
     const tailHi = highColumn('tail');
-    const opening = this.#prepare(`SELECT ${cols}, sum(bytes), sum(${bytesHi}) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols}`)
+    const opening = this.#prepare(`SELECT ${cols}, sum(bytes), sum(${bytesHi}) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols}
+  HAVING sum(bytes) <> 0 OR sum(${bytesHi}) <> 0`)
       .raw(true)
       .safeIntegers(true)
       .all(tenantId, Math.floor(from / 3600)) as bigint[][];
