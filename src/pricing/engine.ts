@@ -14,8 +14,11 @@
 import type { Band } from './bands.js';
 import { Meter, bandsOf, freeAllowance } from './bands.js';
 import { versionAt } from './catalogue.js';
+import { ACTION_NAMES } from '../events/catalogue.js';
+import type { BigColumn } from './columns.js';
+import { KeyTable, NO_KEY, PricedRows } from './columns.js';
 import type { Dec } from './money.js';
-import { COST_PLACES, ZERO, dec, priceUnits, quantityText, shareUnits, unitsText } from './money.js';
+import { ZERO, dec, priceUnits, shareUnits } from './money.js';
 import type { PricePlan } from './plan.js';
 import type { AccountMonth, Attribution, KeyHour } from './quantities.js';
 
@@ -67,13 +70,6 @@ export function* rowsOf(r: CostRow): Generator<CostRow> {
 const HOUR = 3600;
 const DAY = 86400;
 
-interface Share {
-  readonly hour: number;
-  readonly key: Attribution;
-  /** The key's weight in the slot (its quantity, or its byte-seconds for a daily peak). */
-  readonly weight: bigint;
-}
-
 interface Line {
   readonly category: CostCategory;
   readonly charge: string;
@@ -99,6 +95,8 @@ const hasStorage = (q: KeyHour) => STORAGE_FIELDS.some((f) => (q[f] ?? 0n) !== 0
 /** A storage quantity's hours [from, to) (indices from the month's start) under one plan version. */
 interface Piece {
   readonly q: KeyHour;
+  /** Its key in the month's KeyTable. */
+  readonly key: number;
   readonly from: number;
   readonly to: number;
   readonly plan: PricePlan;
@@ -131,39 +129,181 @@ export function clipRow<R extends CostRow>(r: R, from: number, to: number): R | 
   return { ...one, hour: r.hour + shift, slot: slotFixed === true ? r.slot : r.slot + shift, ...(last - first > 1 ? { repeat: { ...r.repeat, times: last - first } } : {}) } as R;
 }
 
+/** The engine's fine rows as objects (PricedRows.rowAt): what the tests, the CLI and small callers use. */
 export function priceMonth(input: AccountMonth): CostRow[] {
+  const keys = new KeyTable();
+  return [...priceColumns({ ...input, keys }).objects()];
+}
+
+/**
+ * An account-month as the engine prices it in columns: requests and egress per key × hour as
+ * columns (`usage`: the fine usage rollup, as the stores read it), everything else (stored bytes,
+ * early deletes) as KeyHour objects; every key is an index into `keys` (objects' keys are added
+ * to it).
+ */
+export interface ColumnarMonth extends Omit<AccountMonth, 'quantities'> {
+  readonly keys: KeyTable;
+  readonly quantities: readonly KeyHour[];
+  readonly usage?: UsageQuantities;
+}
+
+/** Requests and billable egress per key × hour: row i is key `key[i]` in the hour starting at `hour[i]` (unix seconds). */
+export interface UsageQuantities {
+  readonly length: number;
+  readonly hour: Float64Array;
+  readonly key: Int32Array;
+  readonly requests: Float64Array;
+  readonly egress: BigColumn;
+}
+
+/**
+ * The quantities of single hours (requests, egress, early deletes, stored bytes of one hour), by
+ * hour: the usage rows first (entries [0, usage.length)), then the single-hour objects.
+ */
+class HourlyEntries {
+  readonly count: number;
+  /** Entries of the month's hour h: order[offsets[h] .. offsets[h + 1]), in input order. */
+  readonly order: Int32Array;
+  readonly offsets: Int32Array;
+
+  constructor(
+    private readonly usage: UsageQuantities | undefined,
+    private readonly objects: readonly KeyHour[],
+    private readonly objectKeys: Int32Array,
+    start: number,
+    monthHours: number,
+  ) {
+    const u = usage?.length ?? 0;
+    this.count = u + objects.length;
+    const hourOf = new Int32Array(this.count);
+    for (let j = 0; j < u; j++) hourOf[j] = (usage!.hour[j]! - start) / HOUR;
+    for (let k = 0; k < objects.length; k++) hourOf[u + k] = (objects[k]!.hour - start) / HOUR;
+    this.offsets = new Int32Array(monthHours + 1);
+    for (let j = 0; j < this.count; j++) this.offsets[hourOf[j]! + 1]!++;
+    for (let h = 0; h < monthHours; h++) this.offsets[h + 1]! += this.offsets[h]!;
+    const next = this.offsets.slice(0, monthHours);
+    this.order = new Int32Array(this.count);
+    for (let j = 0; j < this.count; j++) this.order[next[hourOf[j]!]!++] = j;
+  }
+
+  #u(): number {
+    return this.usage?.length ?? 0;
+  }
+
+  key(j: number): number {
+    const u = this.#u();
+    return j < u ? this.usage!.key[j]! : this.objectKeys[j - u]!;
+  }
+
+  requests(j: number): number {
+    const u = this.#u();
+    return j < u ? this.usage!.requests[j]! : (this.objects[j - u]!.requests ?? 0);
+  }
+
+  egress(j: number): bigint {
+    const u = this.#u();
+    return j < u ? this.usage!.egress.get(j) : (this.objects[j - u]!.egressBytes ?? 0n);
+  }
+
+  earlyDelete(j: number): bigint {
+    const u = this.#u();
+    return j < u ? 0n : (this.objects[j - u]!.earlyDeleteByteSeconds ?? 0n);
+  }
+
+  byteSeconds(j: number): bigint {
+    const u = this.#u();
+    return j < u ? 0n : (this.objects[j - u]!.byteSeconds ?? 0n);
+  }
+}
+
+/** Lines by plan, as PricedRows line ids: a row's line is found once per slot, not built per row. */
+class LineIds {
+  readonly #ids = new Map<string, Map<PricePlan | null, number>>();
+
+  constructor(private readonly out: PricedRows) {}
+
+  of(line: Line, plan: PricePlan | null): number {
+    const name = `${line.category}\u0000${line.charge}\u0000${line.consumedUnit}\u0000${line.consumedScale}\u0000${line.pricingUnit}\u0000${line.denominator}`;
+    let byPlan = this.#ids.get(name);
+    if (byPlan === undefined) {
+      byPlan = new Map();
+      this.#ids.set(name, byPlan);
+    }
+    let id = byPlan.get(plan);
+    if (id === undefined) {
+      id = this.out.lineId({ ...line, plan });
+      byPlan.set(plan, id);
+    }
+    return id;
+  }
+}
+
+const UNPRICED: Record<'requests' | 'bytes' | 'byte-seconds', Line> = {
+  requests: { category: 'unpriced', charge: 'unpriced', consumedUnit: 'requests', consumedScale: 1n, pricingUnit: '', denominator: 0n },
+  bytes: { category: 'unpriced', charge: 'unpriced', consumedUnit: 'bytes', consumedScale: 1n, pricingUnit: '', denominator: 0n },
+  'byte-seconds': { category: 'unpriced', charge: 'unpriced', consumedUnit: 'byte-seconds', consumedScale: 1n, pricingUnit: '', denominator: 0n },
+};
+
+/** A quantity nobody can price, as its unpriced rows (one per measure it has). */
+function pushUnpriced(out: PricedRows, lines: LineIds, hour: number, key: number, requests: bigint, egress: bigint, byteSeconds: bigint, hours: number): void {
+  if (requests > 0n) out.push(lines.of(UNPRICED.requests, null), hour, hour, key, requests, 1n, 0n, hours);
+  if (egress > 0n) out.push(lines.of(UNPRICED.bytes, null), hour, hour, key, egress, 1n, 0n, hours);
+  if (byteSeconds > 0n) out.push(lines.of(UNPRICED['byte-seconds'], null), hour, hour, key, byteSeconds, 1n, 0n, hours);
+}
+
+/** The engine itself (see the top of this file): one account-month's fine rows as columns, in hour order. */
+export function priceColumns(input: ColumnarMonth): PricedRows {
   const { start, end } = monthBounds(input.month);
   const first = input.versions[0];
   if (first === undefined) throw new RangeError('priceMonth needs at least one plan version');
   const hoursPerMonth = BigInt(first.storage.hoursPerMonth === 'calendar' ? (end - start) / HOUR : first.storage.hoursPerMonth);
   const lastHour = end - HOUR;
   const monthHours = (end - start) / HOUR;
-  const rows: CostRow[] = [];
-  const byHour = new Map<number, KeyHour[]>();
+  const keys = input.keys;
+  const out = new PricedRows(keys);
+  const lines = new LineIds(out);
+  const usage = input.usage;
+  if (usage !== undefined) {
+    for (let j = 0; j < usage.length; j++) {
+      const hour = usage.hour[j]!;
+      if (!(hour >= start && hour < end && hour % HOUR === 0)) throw new RangeError(`quantity hours ${hour} × 1 are not whole hours of ${input.month}`);
+    }
+  }
+  const single: KeyHour[] = [];
   const stored: KeyHour[] = [];
   for (const q of input.quantities) {
     const n = q.hours ?? 1;
     if (q.hour < start || q.hour % HOUR !== 0 || !Number.isInteger(n) || n < 1 || q.hour + n * HOUR > end) throw new RangeError(`quantity hours ${q.hour} × ${n} are not whole hours of ${input.month}`);
     if (n > 1 && (q.requests !== undefined || q.egressBytes !== undefined || q.earlyDeleteByteSeconds !== undefined)) throw new RangeError('only storage quantities repeat over hours');
     if (hasStorage(q)) stored.push(q);
-    if (n > 1) continue;
-    const list = byHour.get(q.hour);
-    if (list === undefined) byHour.set(q.hour, [q]);
-    else list.push(q);
+    if (n === 1) single.push(q);
   }
-  const hours = [...byHour.keys()].sort((a, b) => a - b);
+  const singleKeys = new Int32Array(single.length);
+  single.forEach((q, k) => {
+    singleKeys[k] = keys.of(q.key);
+  });
+  const entries = new HourlyEntries(usage, single, singleKeys, start, monthHours);
+  /** The month's hours (indices) with single-hour quantities, ascending. */
+  const hours: number[] = [];
+  for (let h = 0; h < monthHours; h++) if (entries.offsets[h + 1]! > entries.offsets[h]!) hours.push(h);
   const at = (hour: number) => versionAt(input.versions, hour);
 
-  const emit = (line: Line, plan: PricePlan, numerator: Dec, quantity: bigint, shares: readonly Share[], slot = shares[0]!.hour) => {
-    const total = shares.reduce((s, x) => s + x.weight, 0n);
+  // Reused per slot: the entries sharing a slot's amount and their weights.
+  let shareEntries: number[] = [];
+  let shareWeights: bigint[] = [];
+  const emit = (line: Line, plan: PricePlan, numerator: Dec, hour: number) => {
+    const total = shareWeights.reduce((s, x) => s + x, 0n);
     const amount = priceUnits(numerator);
-    for (const share of shares) {
-      if (share.weight === 0n) continue;
-      rows.push(row(line, plan, share.hour, slot, share.key, quantity * share.weight, total, shareUnits(amount, share.weight, line.denominator, total)));
+    const id = lines.of(line, plan);
+    for (let k = 0; k < shareEntries.length; k++) {
+      const weight = shareWeights[k]!;
+      if (weight === 0n) continue;
+      // The consumed quantity is the slot's quantity (= total) × weight / total: the weight.
+      out.push(id, hour, hour, entries.key(shareEntries[k]!), weight, 1n, shareUnits(amount, weight, line.denominator, total));
     }
   };
   const unallocated = (line: Line, plan: PricePlan, hour: number, quantity: bigint, numerator: Dec) => {
-    rows.push(row(line, plan, hour, hour, null, quantity, 1n, shareUnits(priceUnits(numerator), 1n, line.denominator, 1n)));
+    out.push(lines.of(line, plan), hour, hour, NO_KEY, quantity, 1n, shareUnits(priceUnits(numerator), 1n, line.denominator, 1n));
   };
 
   // Storage, in time order; checkpoints keep the cumulative for the marginal price of early deletes.
@@ -192,7 +332,6 @@ export function priceMonth(input: AccountMonth): CostRow[] {
     (q.byteSeconds ?? 0n) + BigInt(plan.storage.minimumObjectBytes) * (q.smallObjectSeconds ?? 0n) - (q.smallObjectByteSeconds ?? 0n);
   const snapshotWeight = (plan: PricePlan, q: KeyHour) =>
     ((q.snapshotBytes ?? 0n) + BigInt(plan.storage.minimumObjectBytes) * (q.snapshotSmallObjects ?? 0n) - (q.snapshotSmallObjectBytes ?? 0n)) * 24n;
-  const unpricedHours = new Set<number>();
   let storageByteSecondsTotal = 0n;
 
   // Each stored quantity cut where the plan version changes; runs in hours no version prices are unpriced.
@@ -211,8 +350,8 @@ export function priceMonth(input: AccountMonth): CostRow[] {
       const a = Math.max(from, v.from);
       const b = Math.min(to, v.to);
       if (a >= b) continue;
-      if (v.plan !== undefined) pieces.push({ q, from: a, to: b, plan: v.plan });
-      else if (to - from > 1) rows.push(...unpricedRows([{ ...q, hour: start + a * HOUR, hours: b - a }]));
+      if (v.plan !== undefined) pieces.push({ q, key: keys.of(q.key), from: a, to: b, plan: v.plan });
+      else if (to - from > 1) pushUnpriced(out, lines, start + a * HOUR, keys.of(q.key), BigInt(q.requests ?? 0), q.egressBytes ?? 0n, q.byteSeconds ?? 0n, b - a);
     }
   }
 
@@ -230,23 +369,24 @@ export function priceMonth(input: AccountMonth): CostRow[] {
    * run of slots of one band price, one per slot where the quantity crossed a band.
    */
   const sharesOf = (piece: Piece, weight: bigint, slots: readonly (SlotCharge | undefined)[], runEnd: Int32Array, from: number, to: number, time: (i: number) => number, every: number) => {
+    const id = lines.of(storageLine, piece.plan);
     for (let i = from; i < to; ) {
       const s = slots[i]!;
       const j = Math.min(runEnd[i]!, to);
       const cost = s.price !== undefined ? shareUnits(s.price, weight, storageLine.denominator, 1n) : shareUnits(s.amount, weight, storageLine.denominator, s.total);
-      rows.push(row(storageLine, piece.plan, time(i), time(i), piece.q.key, weight, 1n, cost, j - i > 1 ? { times: j - i, every } : undefined));
+      out.push(id, time(i), time(i), piece.key, weight, 1n, cost, j - i, every);
       i = j;
     }
   };
   /** For each slot, the end of the run of slots of the same band price it starts (itself alone when it crossed a band). */
   const runEnds = (slots: readonly (SlotCharge | undefined)[]) => {
-    const out = new Int32Array(slots.length);
+    const ends = new Int32Array(slots.length);
     for (let i = slots.length - 1; i >= 0; i--) {
       const s = slots[i];
       const n = slots[i + 1];
-      out[i] = s?.price !== undefined && n?.price !== undefined && n.plan === s.plan && n.price === s.price ? out[i + 1]! : i + 1;
+      ends[i] = s?.price !== undefined && n?.price !== undefined && n.plan === s.plan && n.price === s.price ? ends[i + 1]! : i + 1;
     }
-    return out;
+    return ends;
   };
 
   if (first.storage.metering === 'daily-peak') {
@@ -276,9 +416,10 @@ export function priceMonth(input: AccountMonth): CostRow[] {
       }
       const total = shares.reduce((s, x) => s + x.weight * BigInt(x.hours), 0n);
       const amount = priceUnits(numerator);
+      const id = lines.of(storageLine, plan);
       for (const { piece, hours: n, weight } of shares) {
         const hour = Math.max(start + piece.from * HOUR, day);
-        rows.push(row(storageLine, plan, hour, day, piece.q.key, quantity * weight, total, shareUnits(amount, weight, storageLine.denominator, total), n > 1 ? { times: n, every: HOUR, slotFixed: true } : undefined));
+        out.push(id, hour, day, piece.key, quantity * weight, total, shareUnits(amount, weight, storageLine.denominator, total), n, HOUR, n > 1);
       }
     }
   } else if (meteringByteHours) {
@@ -325,36 +466,60 @@ export function priceMonth(input: AccountMonth): CostRow[] {
       if (s.weight !== 0n && s.from < s.to) sharesOf(piece, s.weight, slots, runEnd, s.from, s.to, (d) => start + d * DAY, DAY);
     });
   }
-  for (const hour of hours) if (at(hour) === undefined) unpricedHours.add(hour);
+  /** The entries of hour index h, each passed to `f`. */
+  const eachEntry = (h: number, f: (j: number) => void) => {
+    for (let k = entries.offsets[h]!; k < entries.offsets[h + 1]!; k++) f(entries.order[k]!);
+  };
 
   // Early deletes: the rest of the minimum duration, at the marginal storage price of the hour.
   const earlyLine: Line = { category: 'other', charge: 'early-delete', consumedUnit: 'byte-seconds', consumedScale: 1n, pricingUnit: 'GB-month', denominator: BigInt(first.storage.gbBytes) * hoursPerMonth * BigInt(HOUR) };
   let checkpoint = -1;
-  for (const hour of hours) {
+  for (const h of hours) {
+    const hour = start + h * HOUR;
     const plan = at(hour);
     while (checkpoint + 1 < checkpoints.length && checkpoints[checkpoint + 1]!.hour <= hour) checkpoint++;
-    const shares = (byHour.get(hour) ?? []).map((q) => ({ hour, key: q.key, weight: q.earlyDeleteByteSeconds ?? 0n }));
-    const quantity = shares.reduce((s, x) => s + x.weight, 0n);
-    if (plan === undefined || quantity === 0n || plan.storage.minimumDays === 0) continue;
+    if (plan === undefined || plan.storage.minimumDays === 0) continue;
+    shareEntries = [];
+    shareWeights = [];
+    let quantity = 0n;
+    eachEntry(h, (j) => {
+      const w = entries.earlyDelete(j);
+      shareEntries.push(j);
+      shareWeights.push(w);
+      quantity += w;
+    });
+    if (quantity === 0n) continue;
     const price = Meter.priceAt(checkpoint < 0 ? 0n : checkpoints[checkpoint]!.cumulative, storageBands(plan));
-    emit(earlyLine, plan, price.mul(dec(quantity)), quantity, shares);
+    emit(earlyLine, plan, price.mul(dec(quantity)), hour);
   }
 
   // Requests, one meter per class; daily allowances restart at 00:00 UTC.
   const classNames = [...new Set(input.versions.flatMap((v) => Object.keys(v.requests.classes)))].sort();
+  /** Per plan version, each action's (ACTION_NAMES index) class. */
+  const classOf = new Map<PricePlan, (string | undefined)[]>(input.versions.map((v) => [v, ACTION_NAMES.map((a) => v.requests.actions[a])]));
   for (const cls of classNames) {
     const meter = new Meter();
     let day = -1;
     let usedToday = 0n;
     let chargedPaid = 0n;
-    for (const hour of hours) {
+    for (const h of hours) {
+      const hour = start + h * HOUR;
       const plan = at(hour);
       const spec = plan?.requests.classes[cls];
       if (plan === undefined || spec === undefined) continue;
-      const shares = byHour.get(hour)!
-        .filter((q) => plan.requests.actions[q.key.action] === cls && (q.requests ?? 0) > 0)
-        .map((q) => ({ hour, key: q.key, weight: BigInt(q.requests!) }));
-      const quantity = shares.reduce((s, x) => s + x.weight, 0n);
+      const classes = classOf.get(plan)!;
+      shareEntries = [];
+      shareWeights = [];
+      let quantity = 0n;
+      eachEntry(h, (j) => {
+        const requests = entries.requests(j);
+        if (requests > 0 && classes[keys.action[entries.key(j)]!] === cls) {
+          const w = BigInt(requests);
+          shareEntries.push(j);
+          shareWeights.push(w);
+          quantity += w;
+        }
+      });
       if (quantity === 0n) continue;
       if (hour - (hour % DAY) !== day) {
         day = hour - (hour % DAY);
@@ -367,7 +532,7 @@ export function priceMonth(input: AccountMonth): CostRow[] {
       const before = meter.cumulative;
       const numerator = meter.take(quantity - freeNow, bands);
       chargedPaid += paidPart(before, meter.cumulative, bands);
-      emit(requestLine(cls, spec.per), plan, numerator, quantity, shares);
+      emit(requestLine(cls, spec.per), plan, numerator, hour);
     }
     const plan = at(lastHour);
     const spec = plan?.requests.classes[cls];
@@ -383,16 +548,24 @@ export function priceMonth(input: AccountMonth): CostRow[] {
   const egressScale = multiple === undefined ? 1n : hoursPerMonth * BigInt(HOUR);
   const egressLine: Line = { category: 'egress', charge: 'egress', consumedUnit: 'bytes', consumedScale: egressScale, pricingUnit: 'GB', denominator: BigInt(first.egress.gbBytes) * egressScale };
   const egress = new Meter();
-  for (const hour of hours) {
+  for (const h of hours) {
+    const hour = start + h * HOUR;
     const plan = at(hour);
     if (plan === undefined) continue;
-    const shares = byHour.get(hour)!.map((q) => ({ hour, key: q.key, weight: (q.egressBytes ?? 0n) * egressScale }));
-    const quantity = shares.reduce((s, x) => s + x.weight, 0n);
+    shareEntries = [];
+    shareWeights = [];
+    let quantity = 0n;
+    eachEntry(h, (j) => {
+      const w = entries.egress(j) * egressScale;
+      shareEntries.push(j);
+      shareWeights.push(w);
+      quantity += w;
+    });
     if (quantity === 0n) continue;
     const allowance = multiple === undefined ? 0n : BigInt(multiple) * storageByteSecondsTotal;
     const tiers = bandsOf(plan.egress.tiers.map((t) => ({ uptoGb: t.uptoGb, price: t.pricePerGb })), egressLine.denominator, allowance);
     const bands: Band[] = allowance > 0n ? [{ upto: allowance, price: ZERO }, ...tiers] : tiers;
-    emit(egressLine, plan, egress.take(quantity, bands), quantity, shares);
+    emit(egressLine, plan, egress.take(quantity, bands), hour);
   }
 
   // Month-end charges, priced by the version in force in the month's last hour.
@@ -416,8 +589,13 @@ export function priceMonth(input: AccountMonth): CostRow[] {
     }
   }
 
-  for (const hour of unpricedHours) rows.push(...unpricedRows(byHour.get(hour)!));
-  return rows.sort((a, b) => a.hour - b.hour);
+  // Hours no version prices: their single-hour quantities are unpriced.
+  for (const h of hours) {
+    const hour = start + h * HOUR;
+    if (at(hour) !== undefined) continue;
+    eachEntry(h, (j) => pushUnpriced(out, lines, hour, entries.key(j), BigInt(entries.requests(j)), entries.egress(j), entries.byteSeconds(j), 1));
+  }
+  return out.sortedByHour();
 }
 
 function requestLine(cls: string, per: number): Line {
@@ -436,43 +614,17 @@ function paidPart(before: bigint, after: bigint, bands: readonly Band[]): bigint
   return after > from ? after - from : 0n;
 }
 
-/** consumed = consumedNumerator / consumedDenominator base units; cost in units of 10^-COST_PLACES. */
-function row(line: Line, plan: PricePlan, hour: number, slot: number, key: Attribution | null, consumedNumerator: bigint, consumedDenominator: bigint, costUnits: bigint, repeat?: Repeat): CostRow {
-  const out: { -readonly [K in keyof CostRow]: CostRow[K] } = {
-    hour,
-    slot,
-    key,
-    category: line.category,
-    charge: line.charge,
-    planId: plan.id,
-    validFrom: plan.validFrom ?? null,
-    currency: plan.currency,
-    consumedQuantity: quantityText(consumedNumerator, consumedDenominator * line.consumedScale),
-    consumedUnit: line.consumedUnit,
-    pricingQuantity: quantityText(consumedNumerator, consumedDenominator * line.denominator),
-    pricingUnit: line.pricingUnit,
-    cost: unitsText(costUnits, COST_PLACES),
-  };
-  // Set after, not spread in: a literal with a conditional spread is built the slow way, and rows are millions.
-  if (repeat !== undefined) out.repeat = repeat;
-  return out;
-}
-
 /** Quantities nobody can price (no plan for the provider, or before a plan's first version). */
 export function unpricedRows(quantities: readonly KeyHour[]): CostRow[] {
-  const out: CostRow[] = [];
-  const zero = unitsText(0n, COST_PLACES);
-  const base = { category: 'unpriced' as const, charge: 'unpriced', planId: null, validFrom: null, currency: null, pricingQuantity: '0', pricingUnit: '', cost: zero };
-  for (const q of quantities) {
-    const measures: [string, bigint][] = [
-      ['requests', BigInt(q.requests ?? 0)],
-      ['bytes', q.egressBytes ?? 0n],
-      ['byte-seconds', q.byteSeconds ?? 0n],
-    ];
-    const n = q.hours ?? 1;
-    for (const [unit, value] of measures) {
-      if (value > 0n) out.push({ ...base, hour: q.hour, slot: q.hour, key: q.key, consumedQuantity: value.toString(), consumedUnit: unit, ...(n > 1 ? { repeat: { times: n, every: HOUR } } : {}) });
-    }
-  }
+  const keys = new KeyTable();
+  return [...unpricedColumns(keys, undefined, quantities).objects()];
+}
+
+/** The same as columns: usage rows first, then the objects, each in input order. */
+export function unpricedColumns(keys: KeyTable, usage: UsageQuantities | undefined, quantities: readonly KeyHour[]): PricedRows {
+  const out = new PricedRows(keys);
+  const lines = new LineIds(out);
+  for (let j = 0; j < (usage?.length ?? 0); j++) pushUnpriced(out, lines, usage!.hour[j]!, usage!.key[j]!, BigInt(usage!.requests[j]!), usage!.egress.get(j), 0n, 1);
+  for (const q of quantities) pushUnpriced(out, lines, q.hour, keys.of(q.key), BigInt(q.requests ?? 0), q.egressBytes ?? 0n, q.byteSeconds ?? 0n, q.hours ?? 1);
   return out;
 }
