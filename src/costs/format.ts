@@ -57,7 +57,7 @@ export function* costFocus(tenantName: string, accounts: readonly PricedAccount[
     const { start, end } = monthBounds(a.month);
     const ctx = { provider: a.provider, billingAccountId: tenantName, billingAccountName: tenantName, billingPeriodStart: start, billingPeriodEnd: end };
     // FOCUS rows are hourly charges: a run is written as each of its hours.
-    for (const r of a.rows) for (const one of rowsOf(r)) yield focusLine(one, ctx);
+    for (let i = 0; i < a.priced.length; i++) for (const one of rowsOf(a.priced.rowAt(i))) yield focusLine(one, ctx);
   }
 }
 

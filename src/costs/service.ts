@@ -6,16 +6,19 @@
  * to the query's windows and filters and summed exactly. Knows nothing of HTTP.
  */
 import type { CostDimension, CostGroups, GroupedCost, ProviderCostRow } from '../pricing/aggregate.js';
-import { addCosts, groupedCosts, mergeCosts } from '../pricing/aggregate.js';
+import { addCostColumns, groupedCosts, mergeCosts } from '../pricing/aggregate.js';
 import { planIdFor } from '../pricing/assignment.js';
 import { versionAt } from '../pricing/catalogue.js';
-import { clipRow, monthBounds, priceMonth, unpricedRows } from '../pricing/engine.js';
+import type { PricedRows } from '../pricing/columns.js';
+import { BigColumn, KeyTable, Labels, actionIndex, keyFilter, selectRows } from '../pricing/columns.js';
+import { monthBounds, priceColumns, unpricedColumns } from '../pricing/engine.js';
+import type { UsageQuantities } from '../pricing/engine.js';
 import type { PricePlan } from '../pricing/plan.js';
 import type { Attribution, KeyHour } from '../pricing/quantities.js';
 import type { Pricing } from '../pricing/setup.js';
 import { ReadAbortedError } from '../store/types.js';
 import type { DataVersion, StorageFeed, StorageKey, UsageStore } from '../store/types.js';
-import { columnRows } from '../store/usage-columns.js';
+import type { UsageColumns } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
 import { timed } from '../query/timed.js';
 import { KeptAnswers } from '../query/kept.js';
@@ -56,11 +59,23 @@ export interface CostPage {
   nextCursor: string | null;
 }
 
-/** One provider account on one plan in one month: the fine rows of its pricing. */
+/**
+ * One provider account on one plan in one month: the fine rows of its pricing, as columns
+ * (`priced`, not enumerable). `rows` makes them objects (CostRow with the provider) when asked:
+ * for tests and small callers, never on the request path.
+ */
 export interface PricedAccount {
   readonly provider: string;
   readonly month: string;
+  readonly priced: PricedRows;
   readonly rows: ProviderCostRow[];
+}
+
+function pricedAccount(provider: string, month: string, priced: PricedRows): PricedAccount {
+  const out = { provider, month } as PricedAccount;
+  Object.defineProperty(out, 'priced', { value: priced, enumerable: false });
+  Object.defineProperty(out, 'rows', { enumerable: true, get: () => [...priced.objects()].map((r) => ({ ...r, provider })) });
+  return out;
 }
 
 interface Account {
@@ -68,19 +83,85 @@ interface Account {
   /** undefined: the provider has no plan (unpriced). */
   planId: string | undefined;
   versions: readonly PricePlan[];
-  quantities: Map<string, Mutable<KeyHour>>;
+  /** Every key of the account's quantities (the month's labels shared by its accounts). */
+  keys: KeyTable;
+  usage: UsageBuilder;
   storage: StorageHours;
+  /** The attribution of each storage key object (its runs share it, so its key is added once). */
+  storageKeys: Map<StorageKey, Attribution>;
   /** daily-peak plans: the account's peak live bytes per UTC day. */
   peaks?: Map<number, bigint>;
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+/** Requests and billable egress per key × hour, appended as read (UsageQuantities). */
+class UsageBuilder implements UsageQuantities {
+  length = 0;
+  hour = new Float64Array(1024);
+  key = new Int32Array(1024);
+  requests = new Float64Array(1024);
+  readonly egress = new BigColumn();
 
-const attributionId = (hour: number, a: Attribution) =>
-  `${hour}\u0000${[a.bucket, a.customerId, a.featureId, a.clientType, a.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${a.action}`;
+  push(hour: number, key: number, requests: number, egress: bigint): void {
+    const i = this.length++;
+    if (i === this.hour.length) {
+      const grow = <T extends Float64Array | Int32Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.hour = grow(this.hour);
+      this.key = grow(this.key);
+      this.requests = grow(this.requests);
+    }
+    this.hour[i] = hour;
+    this.key[i] = key;
+    this.requests[i] = requests;
+    this.egress.set(i, egress);
+  }
+}
 
 function attributionOf(key: StorageKey): Attribution {
   return { customerId: key.customerId, featureId: key.featureId, clientType: key.clientType, clientId: key.clientId, bucket: key.bucket, action: key.action };
+}
+
+/**
+ * The one place usage rows become quantities: each row of a read of the fine shape (every
+ * dimension grouped, hour windows) with requests or billable egress is appended to its account
+ * (`accountOf` its provider and bucket), its key's labels as ids. Measures are read as bigints
+ * (ArrayLike: 64-bit arrays from the stores, any size otherwise); requests become a number (a
+ * count of one key in one hour), egress stays a bigint.
+ */
+function addUsage(usage: UsageColumns, hourOf: (window: number) => number, labels: Labels, accountOf: (provider: string, bucket: string | null) => Account | undefined): void {
+  const [provider, bucket, customer, feature, clientType, clientId, action] = usage.values as [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array];
+  const names = usage.labels;
+  // Each dimension's labels of this read as month label ids (action: ACTION_NAMES index, -1 none).
+  const ids = names.map((list, d) => Int32Array.from(list, (v) => (d === 6 ? (v === null ? -1 : actionIndex(v)) : labels.id(v))));
+  const accounts = new Map<number, Account | undefined>();
+  const requests = usage.measures[REQUESTS]!;
+  const egress = usage.measures[EGRESS]!;
+  const key = new Int32Array(5);
+  for (let i = 0; i < usage.length; i++) {
+    // The account first: a row opens its account even when it prices nothing (as a month it used).
+    const p = provider[i]!;
+    const b = bucket[i]!;
+    const route = p * names[1]!.length + b;
+    let a = accounts.get(route);
+    if (a === undefined && !accounts.has(route)) {
+      a = accountOf(names[0]![p] ?? '', names[1]![b]!);
+      accounts.set(route, a);
+    }
+    const act = ids[6]![action[i]!]!;
+    if (a === undefined || act < 0) continue;
+    const r = requests[i]!;
+    const e = egress[i]!;
+    if (r === 0n && e === 0n) continue;
+    key[0] = ids[2]![customer[i]!]!;
+    key[1] = ids[3]![feature[i]!]!;
+    key[2] = ids[4]![clientType[i]!]!;
+    key[3] = ids[5]![clientId[i]!]!;
+    key[4] = ids[1]![b]!;
+    a.usage.push(hourOf(usage.window[i]!), a.keys.addIds(key, act), Number(r), e);
+  }
 }
 
 /** UTC months (YYYY-MM) overlapping [from, to). */
@@ -93,22 +174,10 @@ export function monthsOf(from: number, to: number): string[] {
   return out;
 }
 
-/** Whether a fine row passes the filters: '' matches none; an unallocated row (no key) passes only provider filters. */
-function matches(row: ProviderCostRow, filters: UsageRequest['filters']): boolean {
-  for (const [d, values] of Object.entries(filters) as [Dimension, string[]][]) {
-    const value = d === 'provider' ? (row.provider ?? null) : row.key === null ? undefined : row.key[d];
-    if (value === undefined) return false;
-    if (!values.some((v) => (v === '' ? value === null : value === v))) return false;
-  }
-  return true;
-}
-
-/** A month's rows in [from, to) that pass the filters (runs cut to the range). */
-function* cut(rows: readonly ProviderCostRow[], request: Pick<UsageRequest, 'from' | 'to' | 'filters'>): Generator<ProviderCostRow> {
-  for (const r of rows) {
-    const part = matches(r, request.filters) ? clipRow(r, request.from, request.to) : undefined;
-    if (part !== undefined) yield part;
-  }
+/** Whether an account's rows pass a provider filter ('' is no provider; an account's provider is always text, as the rows' were). */
+function providerPasses(provider: string, filters: UsageRequest['filters']): boolean {
+  const values = filters.provider;
+  return values === undefined || values.some((v) => v !== '' && v === provider);
 }
 
 export interface CostDeps {
@@ -195,8 +264,9 @@ export class CostService {
     const budget = this.#budget(cancelled);
     for (const month of monthsOf(request.from, request.to)) {
       for (const account of await this.priceMonth(tenantId, month, request.filters.provider, budget)) {
-        const rows = [...cut(account.rows, request)];
-        if (rows.length > 0) out.push({ ...account, rows });
+        if (!providerPasses(account.provider, request.filters)) continue;
+        const rows = selectRows(account.priced, request.from, request.to, keyFilter(account.priced.keys.labels, request.filters));
+        if (rows.length > 0) out.push(pricedAccount(account.provider, account.month, rows));
       }
     }
     return out;
@@ -211,6 +281,8 @@ export class CostService {
     const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);
     for (let w = 0; w + 1 < bounds.length; w++) windowOfHour.fill(w, bounds[w]! - fromHour, bounds[w + 1]! - fromHour);
     const windowOf = (hour: number) => windowOfHour[hour / HOUR - fromHour]!;
+    const starts = bounds.slice(0, -1).map((b) => b * HOUR);
+    const windowEnds = bounds.slice(1).map((b) => b * HOUR);
     // Each month's share of the answer, kept with the month's rows (so for as long as they are).
     const answer = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
     const merged: CostGroups = new Map();
@@ -229,9 +301,11 @@ export class CostService {
       if (groups === undefined) {
         groups = new Map();
         for (const account of accounts) {
+          if (!providerPasses(account.provider, request.filters)) continue;
+          const range = { from: request.from, to: request.to, filter: keyFilter(account.priced.keys.labels, request.filters) };
           // Stopped part way: not kept. The month's groups count against what the months before left (a window
           // across two months counts in both: refused a little early near the bound, never late).
-          const whole = addCosts(groups, cut(account.rows, request), request.groupBy as CostDimension[], (hour) => bounds[windowOf(hour)]! * HOUR, '', (hour) => bounds[windowOf(hour) + 1]! * HOUR, most - merged.size);
+          const whole = addCostColumns(groups, account.provider, account.priced, range, request.groupBy as CostDimension[], windowOf, starts, windowEnds, most - merged.size);
           if (!whole) throw tooMany();
         }
         if (answers.size >= KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
@@ -295,7 +369,7 @@ export class CostService {
       }
       throw err;
     }
-    if (versionKey(await this.#version(tenantId, end)) === key) this.#kept.set(tenantId, id, key, accounts, accounts.reduce((n, a) => n + a.rows.length, 0));
+    if (versionKey(await this.#version(tenantId, end)) === key) this.#kept.set(tenantId, id, key, accounts, accounts.reduce((n, a) => n + a.priced.length, 0));
     return accounts;
   }
 
@@ -318,6 +392,7 @@ export class CostService {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
+    const labels = new Labels();
     /** The account of a bucket; only usage and live bytes open one (`create`), so an account exists in a month it used. */
     const accountOf = (provider: string, bucket: string | null, create = true): Account | undefined => {
       if (providers !== undefined && !providers.includes(provider)) return undefined;
@@ -325,21 +400,11 @@ export class CostService {
       const id = `${provider}\u0000${planId ?? ''}`;
       let a = accounts.get(id);
       if (a === undefined && create) {
-        a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, quantities: new Map(), storage: new StorageHours() };
+        a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, keys: new KeyTable(labels), usage: new UsageBuilder(), storage: new StorageHours(), storageKeys: new Map() };
         accounts.set(id, a);
       }
       return a;
     };
-    const quantity = (a: Account, hour: number, key: Attribution) => {
-      const id = attributionId(hour, key);
-      let q = a.quantities.get(id);
-      if (q === undefined) {
-        q = { hour, key };
-        a.quantities.set(id, q);
-      }
-      return q;
-    };
-
     // Requests and billable egress per key × hour: the fine rollup, every dimension, each hour a window.
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
@@ -349,19 +414,9 @@ export class CostService {
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
       checkpoint(budget);
       const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
-      // Counted before its rows are made objects: a day past the bound is not.
+      // Counted before its rows are added: a day past the bound is not.
       spend(budget, usage.length, month, (b, m) => new UsageTooLarge(b, m));
-      for (const row of columnRows(usage)) {
-        const [provider = null, bucket = null, customerId = null, featureId = null, clientType = null, clientId = null, action = null] = row.values;
-        const a = accountOf(provider ?? '', bucket);
-        if (a === undefined || action === null) continue;
-        const requests = row.measures[REQUESTS]!;
-        const egress = row.measures[EGRESS]!;
-        if (requests === 0n && egress === 0n) continue;
-        const q = quantity(a, bounds[first + row.window]! * HOUR, { customerId, featureId, clientType, clientId, bucket, action: action as Attribution['action'] });
-        if (requests !== 0n) q.requests = Number(requests);
-        if (egress !== 0n) q.egressBytes = egress;
-      }
+      addUsage(usage, (window) => bounds[first + window]! * HOUR, labels, accountOf);
     }
 
     await this.#addStorage(tenantId, start, end, accountOf, budget, month);
@@ -371,13 +426,20 @@ export class CostService {
       checkpoint(budget);
       const runs = a.storage.runs();
       spend(budget, runs.length, month);
-      const quantities: KeyHour[] = [...a.quantities.values()];
-      for (const run of runs) quantities.push({ ...storageFields(run), hour: run.hour, hours: run.hours, key: attributionOf(run.key) });
-      let rows: ProviderCostRow[];
-      if (a.planId === undefined) rows = unpricedRows(quantities);
-      else rows = priceMonth({ month, versions: a.versions, quantities, ...(a.peaks === undefined ? {} : { dailyPeakBytes: a.peaks }), monthComplete: complete });
-      for (const r of rows) (r as { provider?: string }).provider = a.provider;
-      out.push({ provider: a.provider, month, rows });
+      const quantities: KeyHour[] = [];
+      for (const run of runs) {
+        let key = a.storageKeys.get(run.key);
+        if (key === undefined) {
+          key = attributionOf(run.key);
+          a.storageKeys.set(run.key, key);
+        }
+        quantities.push({ ...storageFields(run), hour: run.hour, hours: run.hours, key });
+      }
+      const priced =
+        a.planId === undefined
+          ? unpricedColumns(a.keys, a.usage, quantities)
+          : priceColumns({ month, versions: a.versions, keys: a.keys, usage: a.usage, quantities, ...(a.peaks === undefined ? {} : { dailyPeakBytes: a.peaks }), monthComplete: complete });
+      out.push(pricedAccount(a.provider, month, priced));
     }
     return out;
   }

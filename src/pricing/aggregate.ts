@@ -5,6 +5,9 @@
 import type { Attribution } from './quantities.js';
 import type { CostRow } from './engine.js';
 import { COST_PLACES, costUnits, unitsText } from './money.js';
+import { ACTION_NAMES } from '../events/catalogue.js';
+import type { KeyDimension, KeyFilter, PricedRows } from './columns.js';
+import { KEY_DIMENSIONS, NO_KEY, clipAt, keyPasses } from './columns.js';
 
 export type CostDimension = keyof Attribution | 'provider';
 
@@ -136,3 +139,118 @@ const CATEGORY_COLUMN: Record<CostRow['category'], keyof CostTotals | undefined>
   other: 'otherCost',
   unpriced: undefined,
 };
+
+/** The exact sums of a group being built from columns, by CATEGORY_COLUMN then the total. */
+type Sums = [bigint, bigint, bigint, bigint, bigint];
+const SUM_COLUMNS: readonly (keyof CostTotals)[] = ['storageCost', 'requestCost', 'egressCost', 'otherCost', 'totalCost'];
+
+/**
+ * addCosts on one account's columns (PricedRows) without a row object: the rows in [from, to)
+ * whose key passes `filter`, runs cut to the range, added into `groups` under the same ids addCosts
+ * gives, so the two merge. `windowOf(hour)`: the index of an hour's window (unix seconds), `starts`
+ * and `ends` each window's bounds in seconds. Groups are found by a number per row (the key's
+ * grouped values, the window, the line's plan, currency and kind), their text ids made once per group.
+ * False, with `groups` part way, once the rows would make more than `most` groups (as addCosts).
+ */
+export function addCostColumns(
+  groups: CostGroups,
+  provider: string,
+  rows: PricedRows,
+  range: { from: number; to: number; filter: KeyFilter },
+  groupBy: readonly CostDimension[],
+  windowOf: (hour: number) => number,
+  starts: ArrayLike<number>,
+  ends: ArrayLike<number>,
+  most = Number.POSITIVE_INFINITY,
+): boolean {
+  const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
+  const keys = rows.keys;
+  const names = keys.labels.names;
+  // Each line's group part: its plan (when grouped by), currency and whether unpriced.
+  const lineParts = new Map<string, number>();
+  const lineGroup = rows.lines.map((line) => {
+    const id = `${byPlan ? line.plan?.id : null}\u0000${line.plan?.currency ?? null}\u0000${line.category === 'unpriced'}`;
+    let g = lineParts.get(id);
+    if (g === undefined) {
+      g = lineParts.size;
+      lineParts.set(id, g);
+    }
+    return g;
+  });
+  const lineColumn = rows.lines.map((line) => SUM_COLUMNS.indexOf(CATEGORY_COLUMN[line.category] ?? 'totalCost'));
+  // Each key's grouped values as one number (a tuple id); NO_KEY's is 0.
+  const keyed = groupBy.filter((d) => d !== 'provider');
+  const codeOf = (d: CostDimension, key: number): number => (d === 'action' ? keys.action[key]! + 1 : keys.dims[KEY_DIMENSIONS.indexOf(d as KeyDimension)]![key]! + 1);
+  const tupleOfKey = new Int32Array(keys.length).fill(-1);
+  const tupleIds = new Map<string, number>();
+  const tupleKeys: number[] = [NO_KEY];
+  const tupleOf = (key: number): number => {
+    if (key === NO_KEY) return 0;
+    let t = tupleOfKey[key]!;
+    if (t >= 0) return t;
+    const id = keyed.map((d) => codeOf(d, key)).join(',');
+    t = tupleIds.get(id) ?? -1;
+    if (t < 0) {
+      t = tupleKeys.length;
+      tupleKeys.push(key);
+      tupleIds.set(id, t);
+    }
+    tupleOfKey[key] = t;
+    return t;
+  };
+  const lineCount = Math.max(1, lineParts.size);
+  const local = new Map<number, { tuple: number; w: number; line: number; sums: Sums }>();
+  for (let i = 0; i < rows.length; i++) {
+    const key = rows.key[i]!;
+    if (!keyPasses(range.filter, keys, key)) continue;
+    const part = clipAt(rows, i, range.from, range.to);
+    if (part === undefined) continue;
+    const tuple = tupleOf(key);
+    const line = rows.line[i]!;
+    const column = lineColumn[line]!;
+    const units = rows.cost.get(i);
+    const every = rows.every(i);
+    // Group number: tuple, line part and whether unallocated, then the window (all small: exact in a double).
+    const base = (tuple * lineCount + lineGroup[line]!) * 2 + (key === NO_KEY ? 1 : 0);
+    for (let k = 0; k < part.times; ) {
+      const hour = part.hour + k * every;
+      const w = windowOf(hour);
+      // The run's hours in this window: up to its end.
+      const n = Math.min(part.times - k, Math.ceil((ends[w]! - hour) / every));
+      k += n;
+      const id = base * starts.length + w;
+      let group = local.get(id);
+      if (group === undefined) {
+        // This account's groups are distinct answer rows: more of them than `most` is past the bound already.
+        if (local.size >= most) return false;
+        group = { tuple, w, line, sums: [0n, 0n, 0n, 0n, 0n] };
+        local.set(id, group);
+      }
+      const amount = n === 1 ? units : units * BigInt(n);
+      if (column !== 4) group.sums[column]! += amount;
+      group.sums[4] += amount;
+    }
+  }
+  for (const { tuple, w, line, sums } of local.values()) {
+    const key = tupleKeys[tuple]!;
+    const plan = rows.lines[line]!.plan;
+    const values = groupBy.map((d) => (d === 'provider' ? provider : key === NO_KEY ? null : d === 'action' ? ACTION_NAMES[keys.action[key]!]! : names[keys.dims[KEY_DIMENSIONS.indexOf(d as KeyDimension)]![key]!]!));
+    const planId = byPlan ? (plan?.id ?? null) : null;
+    const currency = plan?.currency ?? null;
+    const unallocated = key === NO_KEY;
+    const unpriced = rows.lines[line]!.category === 'unpriced';
+    const start = starts[w]!;
+    const id = `${start}\u0000${values.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${planId}\u0000${currency}\u0000${unallocated}\u0000${unpriced}`;
+    let group = groups.get(id);
+    if (group === undefined) {
+      if (groups.size >= most) return false;
+      const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
+      group = { g: { start, dimensions, planId, currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
+      groups.set(id, group);
+    }
+    SUM_COLUMNS.forEach((c, k) => {
+      group.sums[c] += sums[k]!;
+    });
+  }
+  return true;
+}

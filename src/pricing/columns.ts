@@ -97,7 +97,8 @@ export class KeyTable {
   addIds(ids: ArrayLike<number>, action: number): number {
     const i = this.length++;
     for (let d = 0; d < KEY_DIMENSIONS.length; d++) {
-      const column = (this.dims[d] = grown(this.dims[d]!, this.length));
+      const column = grown(this.dims[d]!, this.length);
+      this.dims[d] = column;
       column[i] = ids[d]!;
     }
     this.action = grown(this.action, this.length);
@@ -282,4 +283,69 @@ export class PricedRows {
   *objects(): Generator<CostRow> {
     for (let i = 0; i < this.length; i++) yield this.rowAt(i);
   }
+}
+
+/** Which keys pass a request's filters: per filtered key dimension, the label ids (or action indexes) it allows. */
+export interface KeyFilter {
+  /** [KEY_DIMENSIONS index or -1 for action, allowed ids] */
+  readonly dims: readonly [number, ReadonlySet<number>][];
+  /** Whether any dimension other than provider is filtered: then a row no key used never passes. */
+  readonly keyed: boolean;
+}
+
+/**
+ * A filter's key dimensions as ids of `labels` ('' is none; a value no key has matches nothing).
+ * Provider is the account's, decided before (accountPasses).
+ */
+export function keyFilter(labels: Labels, filters: Readonly<Record<string, readonly string[] | undefined>>): KeyFilter {
+  const dims: [number, Set<number>][] = [];
+  for (const [d, values] of Object.entries(filters)) {
+    if (d === 'provider' || values === undefined) continue;
+    const allowed = new Set<number>();
+    for (const v of values) {
+      if (d === 'action') {
+        const i = ACTION_INDEX.get(v);
+        if (i !== undefined) allowed.add(i);
+      } else allowed.add(v === '' ? 0 : labels.find(v));
+    }
+    dims.push([d === 'action' ? -1 : KEY_DIMENSIONS.indexOf(d as KeyDimension), allowed]);
+  }
+  return { dims, keyed: dims.length > 0 };
+}
+
+/** Whether key `key` of `keys` passes (NO_KEY: only where no key dimension is filtered). */
+export function keyPasses(filter: KeyFilter, keys: KeyTable, key: number): boolean {
+  if (key === NO_KEY) return !filter.keyed;
+  for (const [d, allowed] of filter.dims) if (!allowed.has(d === -1 ? keys.action[key]! : keys.dims[d]![key]!)) return false;
+  return true;
+}
+
+/**
+ * The part of row i in [from, to) (unix seconds): its first hour (seconds), slot and hours, or
+ * undefined when none of it is (engine.ts clipRow, on columns).
+ */
+export function clipAt(rows: PricedRows, i: number, from: number, to: number): { hour: number; slot: number; times: number } | undefined {
+  const hour = rows.hour[i]! * HOUR;
+  const times = rows.times[i]!;
+  const slot = rows.slot[i]! * HOUR;
+  if (times === 1) return hour >= from && hour < to ? { hour, slot, times } : undefined;
+  const every = rows.every(i);
+  const first = Math.max(0, Math.ceil((from - hour) / every));
+  const last = Math.min(times, Math.ceil((to - hour) / every));
+  if (last <= first) return undefined;
+  const shift = first * every;
+  return { hour: hour + shift, slot: (rows.flags[i]! & SLOT_FIXED) !== 0 ? slot : slot + shift, times: last - first };
+}
+
+/** The rows in [from, to) whose key passes `filter`, runs cut to the range (what the FOCUS export writes). */
+export function selectRows(rows: PricedRows, from: number, to: number, filter: KeyFilter): PricedRows {
+  const out = new PricedRows(rows.keys);
+  for (const line of rows.lines) out.lineId(line);
+  for (let i = 0; i < rows.length; i++) {
+    if (!keyPasses(filter, rows.keys, rows.key[i]!)) continue;
+    const part = clipAt(rows, i, from, to);
+    if (part === undefined) continue;
+    out.push(rows.line[i]!, part.hour, part.slot, rows.key[i]!, rows.consumed.get(i), rows.per.get(i) ?? 1n, rows.cost.get(i), part.times, rows.every(i), (rows.flags[i]! & SLOT_FIXED) !== 0);
+  }
+  return out;
 }
