@@ -236,6 +236,11 @@ export class CostService {
   /** Per priced month (while it lives), the groups of the last answers asked of it. */
   readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
   /**
+   * The last answers whole (their months' groups merged and sorted), each with the priced months it
+   * was made from: reused while every one of them is still the one kept (not holding them alive).
+   */
+  readonly #answers = new Map<string, { months: WeakRef<PricedAccount[]>[]; groups: GroupedCost[] }>();
+  /**
    * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
    * refused at: refused again at once while it is unchanged, or, where its usage rows alone passed
    * the bound, at any later version with the same rebuilds: events are only ever added, and an event
@@ -290,6 +295,7 @@ export class CostService {
     const tooMany = () =>
       new BmError('BM_ERR_ANSWER_TOO_LARGE', `The costs asked for are more than the ${most.toLocaleString('en')} rows (groups × windows) a request may hold; ask for fewer windows or groups.`);
     const budget = this.#budget(cancelled);
+    const months: PricedAccount[][] = [];
     for (const month of monthsOf(request.from, request.to)) {
       const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
       let answers = this.#grouped.get(accounts);
@@ -313,8 +319,19 @@ export class CostService {
       }
       mergeCosts(merged, groups);
       if (merged.size > most) throw tooMany();
+      months.push(accounts);
     }
-    const groups = groupedCosts(merged);
+    // The whole answer, sorted, as made from these very months before; else sorted now and kept.
+    const id = `${tenantId}\u0000${answer}`;
+    const kept = this.#answers.get(id);
+    let groups: GroupedCost[];
+    if (kept !== undefined && kept.months.length === months.length && kept.months.every((m, i) => m.deref() === months[i])) groups = kept.groups;
+    else {
+      groups = groupedCosts(merged);
+      this.#answers.delete(id);
+      if (this.#answers.size >= KEPT_ANSWERS) this.#answers.delete(this.#answers.keys().next().value!);
+      this.#answers.set(id, { months: months.map((m) => new WeakRef(m)), groups });
+    }
     const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
     const page: CostRowOut[] = [];
     let more = false;

@@ -108,24 +108,25 @@ export function mergeCosts(into: CostGroups, from: CostGroups): void {
 
 /** The groups as rows, in answer order. */
 export function groupedCosts(groups: CostGroups): GroupedCost[] {
-  return [...groups.values()]
-    .map(({ g, sums }) => ({
-      ...g,
-      storageCost: unitsText(sums.storageCost, COST_PLACES),
-      requestCost: unitsText(sums.requestCost, COST_PLACES),
-      egressCost: unitsText(sums.egressCost, COST_PLACES),
-      otherCost: unitsText(sums.otherCost, COST_PLACES),
-      totalCost: unitsText(sums.totalCost, COST_PLACES),
-    }))
-    .sort(compareGroups);
+  const rows = [...groups.values()].map(({ g, sums }) => ({
+    ...g,
+    storageCost: unitsText(sums.storageCost, COST_PLACES),
+    requestCost: unitsText(sums.requestCost, COST_PLACES),
+    egressCost: unitsText(sums.egressCost, COST_PLACES),
+    otherCost: unitsText(sums.otherCost, COST_PLACES),
+    totalCost: unitsText(sums.totalCost, COST_PLACES),
+  }));
+  // The dimensions' names once, not per comparison (every group has the same).
+  const dims = rows.length === 0 ? [] : Object.keys(rows[0]!.dimensions);
+  return rows.sort((a, b) => compareGroups(a, b, dims));
 }
 
 const compareText = (a: string | null, b: string | null): number => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
 
 /** By start, then each dimension (none first, then by code point), plan, currency; unallocated after keys, unpriced last. */
-export function compareGroups(a: Omit<GroupedCost, keyof CostTotals>, b: Omit<GroupedCost, keyof CostTotals>): number {
+export function compareGroups(a: Omit<GroupedCost, keyof CostTotals>, b: Omit<GroupedCost, keyof CostTotals>, dims: readonly string[] = Object.keys(a.dimensions)): number {
   if (a.start !== b.start) return a.start - b.start;
-  for (const d of Object.keys(a.dimensions)) {
+  for (const d of dims) {
     const c = compareText(a.dimensions[d]!, b.dimensions[d]!);
     if (c !== 0) return c;
   }
