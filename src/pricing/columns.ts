@@ -33,7 +33,7 @@ export class BigColumn {
   readonly outside = new Map<number, bigint>();
 
   set(i: number, v: bigint): void {
-    this.data = grown(this.data, i + 1);
+    if (i >= this.data.length) this.data = grown(this.data, i + 1);
     if (v > OUTSIDE && v <= MAX) this.data[i] = v;
     else {
       this.data[i] = OUTSIDE;

@@ -495,9 +495,20 @@ export function priceColumns(input: ColumnarMonth): PricedRows {
 
   // Requests, one meter per class; daily allowances restart at 00:00 UTC.
   const classNames = [...new Set(input.versions.flatMap((v) => Object.keys(v.requests.classes)))].sort();
-  /** Per plan version, each action's (ACTION_NAMES index) class. */
-  const classOf = new Map<PricePlan, (string | undefined)[]>(input.versions.map((v) => [v, ACTION_NAMES.map((a) => v.requests.actions[a])]));
-  for (const cls of classNames) {
+  /** Per plan version, each action's (ACTION_NAMES index) class, as an index of classNames (-1: none, or free). */
+  const classOf = new Map<PricePlan, Int16Array>(input.versions.map((v) => [v, Int16Array.from(ACTION_NAMES, (a) => classNames.indexOf(v.requests.actions[a] ?? ''))]));
+  // Each entry's class in its hour's version (-1: no requests, or none), found once for all classes.
+  const entryClass = new Int16Array(entries.count).fill(-1);
+  for (const h of hours) {
+    const plan = at(start + h * HOUR);
+    if (plan === undefined) continue;
+    const classes = classOf.get(plan)!;
+    for (let k = entries.offsets[h]!; k < entries.offsets[h + 1]!; k++) {
+      const j = entries.order[k]!;
+      if (entries.requests(j) > 0) entryClass[j] = classes[keys.action[entries.key(j)]!]!;
+    }
+  }
+  for (const [c, cls] of classNames.entries()) {
     const meter = new Meter();
     let day = -1;
     let usedToday = 0n;
@@ -507,19 +518,17 @@ export function priceColumns(input: ColumnarMonth): PricedRows {
       const plan = at(hour);
       const spec = plan?.requests.classes[cls];
       if (plan === undefined || spec === undefined) continue;
-      const classes = classOf.get(plan)!;
       shareEntries = [];
       shareWeights = [];
       let quantity = 0n;
-      eachEntry(h, (j) => {
-        const requests = entries.requests(j);
-        if (requests > 0 && classes[keys.action[entries.key(j)]!] === cls) {
-          const w = BigInt(requests);
-          shareEntries.push(j);
-          shareWeights.push(w);
-          quantity += w;
-        }
-      });
+      for (let k = entries.offsets[h]!; k < entries.offsets[h + 1]!; k++) {
+        const j = entries.order[k]!;
+        if (entryClass[j] !== c) continue;
+        const w = BigInt(entries.requests(j));
+        shareEntries.push(j);
+        shareWeights.push(w);
+        quantity += w;
+      }
       if (quantity === 0n) continue;
       if (hour - (hour % DAY) !== day) {
         day = hour - (hour % DAY);
