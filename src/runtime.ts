@@ -184,7 +184,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
   loadPricing(config);
   const usage = new UsageService(store.usage, store.inventory, { rows: config.usageKeptRows });
-  const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans });
+  const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb });
   const app = await buildHttpServer({
     logger,
     ingest,

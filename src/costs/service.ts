@@ -14,7 +14,7 @@ import { BigColumn, KeyTable, Labels, actionIndex, keyFilter, selectRows } from 
 import { monthBounds, priceColumns, unpricedColumns } from '../pricing/engine.js';
 import type { UsageQuantities } from '../pricing/engine.js';
 import type { PricePlan } from '../pricing/plan.js';
-import type { Attribution, KeyHour } from '../pricing/quantities.js';
+import type { KeyHour } from '../pricing/quantities.js';
 import type { Pricing } from '../pricing/setup.js';
 import { ReadAbortedError } from '../store/types.js';
 import type { DataVersion, StorageFeed, StorageKey, UsageStore } from '../store/types.js';
@@ -25,7 +25,6 @@ import { KeptAnswers } from '../query/kept.js';
 import { MAX_ANSWER_ROWS, compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
-import type { StorageRun } from './storage.js';
 import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
 import { BmError } from '../errors.js';
 
@@ -37,9 +36,13 @@ const DAY = 86400;
  * exhausting the node's memory. A run of hours whose stored bytes do not change is one quantity,
  * and the inventory rows it is built from are counted before it is built: the bound is on the work.
  */
-export const MAX_KEY_HOURS = 1_000_000;
-/** Fine cost rows (a run counts once) of priced account-months a process keeps for reuse, by default. */
-export const KEPT_ROWS = 1_000_000;
+export const MAX_KEY_HOURS = 50_000_000;
+/**
+ * Fine cost rows (a run counts once) of priced account-months a process keeps for reuse, by default:
+ * columns of about 35 bytes a row, with their keys and labels about 190 (10M events of the
+ * reference mix: 3.5M rows for 6 days, 676 MB of heap kept).
+ */
+export const KEPT_ROWS = 20_000_000;
 /** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
 const KEPT_ANSWERS = 16;
 /** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
@@ -87,8 +90,6 @@ interface Account {
   keys: KeyTable;
   usage: UsageBuilder;
   storage: StorageHours;
-  /** The attribution of each storage key object (its runs share it, so its key is added once). */
-  storageKeys: Map<StorageKey, Attribution>;
   /** daily-peak plans: the account's peak live bytes per UTC day. */
   peaks?: Map<number, bigint>;
 }
@@ -120,9 +121,6 @@ class UsageBuilder implements UsageQuantities {
   }
 }
 
-function attributionOf(key: StorageKey): Attribution {
-  return { customerId: key.customerId, featureId: key.featureId, clientType: key.clientType, clientId: key.clientId, bucket: key.bucket, action: key.action };
-}
 
 /**
  * The one place usage rows become quantities: each row of a read of the fine shape (every
@@ -417,7 +415,7 @@ export class CostService {
       const id = `${provider}\u0000${planId ?? ''}`;
       let a = accounts.get(id);
       if (a === undefined && create) {
-        a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, keys: new KeyTable(labels), usage: new UsageBuilder(), storage: new StorageHours(), storageKeys: new Map() };
+        a = { provider, planId, versions: planId === undefined ? [] : book.plans.get(planId)!, keys: new KeyTable(labels), usage: new UsageBuilder(), storage: new StorageHours() };
         accounts.set(id, a);
       }
       return a;
@@ -443,15 +441,8 @@ export class CostService {
       checkpoint(budget);
       const runs = a.storage.runs();
       spend(budget, runs.length, month);
-      const quantities: KeyHour[] = [];
-      for (const run of runs) {
-        let key = a.storageKeys.get(run.key);
-        if (key === undefined) {
-          key = attributionOf(run.key);
-          a.storageKeys.set(run.key, key);
-        }
-        quantities.push({ ...storageFields(run), hour: run.hour, hours: run.hours, key });
-      }
+      // A run is a KeyHour as it is (its StorageKey an Attribution with a provider): no copy of millions.
+      const quantities: readonly KeyHour[] = runs;
       const priced =
         a.planId === undefined
           ? unpricedColumns(a.keys, a.usage, quantities)
@@ -476,14 +467,25 @@ export class CostService {
       return byAccount;
     };
     checkpoint(budget);
-    const live = await feed.storageDeltas(tenantId, start, end);
-    // Before building runs from them: a key's runs number at most its delta rows, twice, and one.
-    spend(budget, live.opening.length + live.deltas.length, month);
-    const openings = route(live.opening, true);
-    const deltas = route(live.deltas, true);
-    for (const a of new Set([...openings.keys(), ...deltas.keys()])) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
+    // In a block: the feed's rows (millions of objects at 10M events) are garbage once they are levels.
+    const { used, bucketsOf } = await (async () => {
+      const live = await feed.storageDeltas(tenantId, start, end);
+      // Before building runs from them: a key's runs number at most its delta rows, twice, and one.
+      spend(budget, live.opening.length + live.deltas.length, month);
+      const openings = route(live.opening, true);
+      const deltas = route(live.deltas, true);
+      const accounts = new Set([...openings.keys(), ...deltas.keys()]);
+      for (const a of accounts) addLiveBytes(a.storage, { opening: openings.get(a) ?? [], deltas: deltas.get(a) ?? [] }, start, end);
+      const buckets = new Map<Account, Set<string>>();
+      for (const [a, list] of [...openings, ...deltas]) {
+        const set = buckets.get(a) ?? new Set<string>();
+        for (const i of list) set.add(i.key.bucket ?? '');
+        buckets.set(a, set);
+      }
+      return { used: accounts, bucketsOf: buckets };
+    })();
 
-    const priced = [...new Set([...openings.keys(), ...deltas.keys()])].filter((a) => a.planId !== undefined);
+    const priced = [...used].filter((a) => a.planId !== undefined);
     const most = (f: (p: PricePlan) => number) => Math.max(0, ...priced.flatMap((a) => a.versions.map(f)));
     const smallest = most((p) => p.storage.minimumObjectBytes);
     checkpoint(budget);
@@ -507,7 +509,7 @@ export class CostService {
     const peaked = priced.filter((a) => a.versions[0]!.storage.metering === 'daily-peak');
     checkpoint(budget);
     if (peaked.length > 0) {
-      const buckets = [...new Set([...openings, ...deltas].filter(([a]) => peaked.includes(a)).flatMap(([, list]) => list.map((i) => i.key.bucket ?? '')))];
+      const buckets = [...new Set(peaked.flatMap((a) => [...(bucketsOf.get(a) ?? [])]))];
       for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { buckets }))) {
         if (peaked.includes(a)) a.peaks = dailyPeaks(list, start, end);
       }
@@ -515,10 +517,6 @@ export class CostService {
   }
 }
 
-function storageFields(s: StorageRun): Omit<StorageRun, 'hour' | 'hours' | 'key'> {
-  const { hour: _hour, hours: _hours, key: _key, ...fields } = s;
-  return fields;
-}
 
 /** A group's sort key as the usage cursor keeps one: its dimensions, then plan, currency and flags. */
 function sortValues(g: GroupedCost, groupBy: readonly Dimension[]): (string | null)[] {

@@ -8,6 +8,8 @@
  * parsed request and the reply's text, and runs the catch-up a SQLite read waits for.
  */
 import { Readable } from 'node:stream';
+import { totalmem } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { ReadAbortedError } from '../store/types.js';
 import type { ThreadReadsSource } from '../store/types.js';
@@ -35,6 +37,17 @@ interface Job {
   reject(err: unknown): void;
 }
 
+/**
+ * The cost thread's old generation, in MB: as set, else half of the machine's memory, never less
+ * than this process's own limit. A priced month's columns and, while pricing, its stored bytes'
+ * quantities live there (README "Cost", "Speed").
+ */
+export function costHeap(setting: number): number {
+  if (setting > 0) return setting;
+  const own = getHeapStatistics().heap_size_limit / 2 ** 20;
+  return Math.max(Math.floor(own), Math.floor(totalmem() / 2 / 2 ** 20));
+}
+
 export class CostThread {
   /**
    * Started by the first request, not with the server: an isolate of its own costs resident memory
@@ -51,7 +64,7 @@ export class CostThread {
 
   constructor(
     private readonly source: ThreadReadsSource,
-    private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'>,
+    private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'> & { costHeapMb?: number },
     private readonly workerUrl = new URL('./worker.js', import.meta.url),
   ) {}
 
@@ -134,7 +147,8 @@ export class CostThread {
   }
 
   #spawn(): Worker {
-    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: this.pricing } });
+    const { prices, bucketPlans, costHeapMb = 0 } = this.pricing;
+    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: { prices, bucketPlans } }, resourceLimits: { maxOldGenerationSizeMb: costHeap(costHeapMb) } });
     worker.unref();
     worker.on('message', (message: FromCostThread) => this.#receive(worker, message));
     worker.on('error', () => {

@@ -200,7 +200,11 @@ export function addCostColumns(
     return t;
   };
   const lineCount = Math.max(1, lineParts.size);
-  const local = new Map<number, { tuple: number; w: number; line: number; sums: Sums }>();
+  // Groups by part (tuple, line part, unallocated: a small integer), then by window; each part's
+  // last window found again without a lookup, as rows come in hour order.
+  type Group = { tuple: number; w: number; line: number; sums: Sums };
+  const parts = new Map<number, { last: Group; byWindow: Map<number, Group> }>();
+  const found: Group[] = [];
   for (let i = 0; i < rows.length; i++) {
     const key = rows.key[i]!;
     if (!keyPasses(range.filter, keys, key)) continue;
@@ -211,28 +215,33 @@ export function addCostColumns(
     const column = lineColumn[line]!;
     const units = rows.cost.get(i);
     const every = rows.every(i);
-    // Group number: tuple, line part and whether unallocated, then the window (all small: exact in a double).
-    const base = (tuple * lineCount + lineGroup[line]!) * 2 + (key === NO_KEY ? 1 : 0);
+    const id = (tuple * lineCount + lineGroup[line]!) * 2 + (key === NO_KEY ? 1 : 0);
+    let groups = parts.get(id);
     for (let k = 0; k < part.times; ) {
       const hour = part.hour + k * every;
       const w = windowOf(hour);
       // The run's hours in this window: up to its end.
       const n = Math.min(part.times - k, Math.ceil((ends[w]! - hour) / every));
       k += n;
-      const id = base * starts.length + w;
-      let group = local.get(id);
+      let group = groups?.last.w === w ? groups.last : groups?.byWindow.get(w);
       if (group === undefined) {
         // This account's groups are distinct answer rows: more of them than `most` is past the bound already.
-        if (local.size >= most) return false;
+        if (found.length >= most) return false;
         group = { tuple, w, line, sums: [0n, 0n, 0n, 0n, 0n] };
-        local.set(id, group);
+        found.push(group);
+        if (groups === undefined) {
+          groups = { last: group, byWindow: new Map() };
+          parts.set(id, groups);
+        }
+        groups.byWindow.set(w, group);
       }
+      groups!.last = group;
       const amount = n === 1 ? units : units * BigInt(n);
       if (column !== 4) group.sums[column]! += amount;
       group.sums[4] += amount;
     }
   }
-  for (const { tuple, w, line, sums } of local.values()) {
+  for (const { tuple, w, line, sums } of found) {
     const key = tupleKeys[tuple]!;
     const plan = rows.lines[line]!.plan;
     const values = groupBy.map((d) => (d === 'provider' ? provider : key === NO_KEY ? null : d === 'action' ? ACTION_NAMES[keys.action[key]!]! : names[keys.dims[KEY_DIMENSIONS.indexOf(d as KeyDimension)]![key]!]!));
