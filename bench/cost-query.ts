@@ -6,9 +6,12 @@
  *   answer is priced again (the month it did not touch is reused, as in production);
  * - warm: the same answer again, every month kept (what a dashboard's repeated reads cost);
  * - the FOCUS export of the last day of the range (rows/s = CSV lines over the p50).
- * Prints one `BENCH {...}` line. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), runs }.
+ * With each: the server's CPU seconds over it (/proc, every thread) and its peak resident memory.
+ * Prints one `BENCH {...}` line. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), runs, coldRuns,
+ * args (the server's, e.g. a longer --request-timeout-ms: a first month at 10M events prices for
+ * minutes, and the server closes a connection after twice that timeout) }.
  */
-import { runBench, startBucketmeter } from './proc.js';
+import { MemorySampler, cpuSeconds, runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
 interface Spec {
@@ -17,38 +20,49 @@ interface Spec {
   key: string;
   now: number;
   runs: number;
+  /** Cold runs (default `runs`): at 10M events each prices its month again, for minutes. */
+  coldRuns?: number;
+  args?: string[];
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '') as Spec;
-  const server = await startBucketmeter({ cpu: undefined, dataDir: spec.dir ?? '/nonexistent', ...(spec.databaseUrl === undefined ? {} : { databaseUrl: spec.databaseUrl }), key: spec.key });
+  const server = await startBucketmeter({ cpu: undefined, dataDir: spec.dir ?? '/nonexistent', ...(spec.databaseUrl === undefined ? {} : { databaseUrl: spec.databaseUrl }), key: spec.key, args: spec.args ?? [] });
+  const memory = new MemorySampler(server.pid);
   const headers = { 'x-api-key': server.key };
-  const timeGet = async (query: string): Promise<{ ms: number; body: string }> => {
+  const timeGet = async (query: string): Promise<{ ms: number; body: string; cpuS: number }> => {
+    const cpu = cpuSeconds(server.pid);
     const started = process.hrtime.bigint();
     const response = await fetch(`${server.url}/v1/costs?${query}`, { headers });
     const body = await response.text();
     if (response.status !== 200) throw new Error(`${query}: ${response.status} ${body.slice(0, 500)}`);
-    return { ms: Number(process.hrtime.bigint() - started) / 1e6, body };
+    return { ms: Number(process.hrtime.bigint() - started) / 1e6, body, cpuS: cpuSeconds(server.pid) - cpu };
   };
   try {
     const range = `from=${iso(spec.now - 30 * 86400)}&to=${iso(spec.now)}`;
     const day = `${range}&granularity=day&groupBy=customerId`;
     const first = await timeGet(day);
+    const firstPeakMb = memory.peakMb;
     const cold: number[] = [];
-    for (let run = 0; run < spec.runs; run++) {
+    const coldCpu: number[] = [];
+    for (let run = 0; run < (spec.coldRuns ?? spec.runs); run++) {
       const event = { action: 'GetObject', provider: 'aws', bucket: 'bench-cold', objectKey: `k${run}`, bytes: 1000, customerId: 'cus_bench', timestamp: iso(spec.now - 3600 - run), eventId: `cold-${Date.now()}-${run}` };
       const put = await fetch(`${server.url}/s3/batch`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify([event]) });
       if (put.status !== 200) throw new Error(`ingest: ${put.status} ${await put.text()}`);
-      cold.push((await timeGet(day)).ms);
+      const got = await timeGet(day);
+      cold.push(got.ms);
+      coldCpu.push(got.cpuS);
     }
     const warm: number[] = [];
+    const warmCpu: number[] = [];
     let rows = 0;
     for (let run = 0; run < spec.runs; run++) {
       const got = await timeGet(day);
       rows = (JSON.parse(got.body) as { rows: unknown[] }).rows.length;
       warm.push(got.ms);
+      warmCpu.push(got.cpuS);
     }
     const focusTimes: number[] = [];
     let lines = 0;
@@ -58,9 +72,23 @@ async function main(): Promise<void> {
       focusTimes.push(got.ms);
     }
     const focusMs = median(focusTimes);
-    const result = { firstMs: first.ms, coldP50Ms: median(cold), warmP50Ms: median(warm), rows, focusLines: lines, focusMs, focusRowsPerSec: Math.round((lines / focusMs) * 1000) };
+    const result = {
+      firstMs: first.ms,
+      firstCpuS: first.cpuS,
+      firstPeakRssMb: firstPeakMb,
+      coldP50Ms: median(cold),
+      coldCpuP50S: median(coldCpu),
+      warmP50Ms: median(warm),
+      warmCpuP50S: median(warmCpu),
+      rows,
+      focusLines: lines,
+      focusMs,
+      focusRowsPerSec: Math.round((lines / focusMs) * 1000),
+      peakRssMb: memory.peakMb,
+    };
     process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
   } finally {
+    memory.stop();
     await server.stop(60_000);
   }
 }

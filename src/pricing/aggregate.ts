@@ -205,11 +205,20 @@ export function addCostColumns(
   type Group = { tuple: number; w: number; line: number; sums: Sums };
   const parts = new Map<number, { last: Group; byWindow: Map<number, Group> }>();
   const found: Group[] = [];
+  const { from, to, filter } = range;
+  const one = { hour: 0, slot: 0, times: 1 };
   for (let i = 0; i < rows.length; i++) {
     const key = rows.key[i]!;
-    if (!keyPasses(range.filter, keys, key)) continue;
-    const part = clipAt(rows, i, range.from, range.to);
-    if (part === undefined) continue;
+    if ((filter.keyed || key === NO_KEY) && !keyPasses(filter, keys, key)) continue;
+    // A single hour (most rows) without clipAt's object.
+    let part: { hour: number; times: number } | undefined = one;
+    if (rows.times[i] === 1) {
+      one.hour = rows.hour[i]! * 3600;
+      if (one.hour < from || one.hour >= to) continue;
+    } else {
+      part = clipAt(rows, i, from, to);
+      if (part === undefined) continue;
+    }
     const tuple = tupleOf(key);
     const line = rows.line[i]!;
     const column = lineColumn[line]!;
