@@ -139,5 +139,22 @@ for (const backend of BACKENDS) {
       await fits.priceMonth(tenantId, '2026-04');
       assert.notEqual(await fits.priceMonth(tenantId, '2026-03'), kept);
     });
+
+    it('answers a repeated query from its kept answer only while every month it was made from is unchanged', async () => {
+      const request = { from: MARCH, to: APRIL + 30 * DAY, granularity: 'day' as const, timeZone: 'UTC', groupBy: ['customerId' as const], filters: {}, format: 'json' as const, limit: 10_000, storage: false };
+      const costs = service();
+      const first = await costs.query(tenantId, request);
+      assert.deepEqual(await costs.query(tenantId, request), first, 'asked again: the same answer');
+      // A late event of March (c3 is new): the whole answer is made again, equal to a fresh service's.
+      await commit(getObject(MARCH + 5 * DAY, { provider: 'aws', bucket: 'media', customerId: 'c3', bytes: 5000 }));
+      const again = await costs.query(tenantId, request);
+      assert.ok(again.rows.some((r) => r.dimensions.customerId === 'c3'), 'the late event is in the answer');
+      assert.deepEqual(again, await service(0).query(tenantId, request));
+      // An event of April only: March's part is reused, April's made again; still a fresh service's answer.
+      await commit(getObject(APRIL + 2 * DAY, { provider: 'aws', bucket: 'media', customerId: 'c4', bytes: 5000 }));
+      const april = await costs.query(tenantId, request);
+      assert.ok(april.rows.some((r) => r.dimensions.customerId === 'c4'));
+      assert.deepEqual(april, await service(0).query(tenantId, request));
+    });
   });
 }
