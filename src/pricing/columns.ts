@@ -135,7 +135,7 @@ export interface ChargeLine {
   readonly category: CostCategory;
   readonly charge: string;
   readonly consumedUnit: string;
-  /** Base units per consumed unit. */
+  /** Base units per consumed unit (e.g. 24 byte-hours per byte-day). */
   readonly consumedScale: bigint;
   readonly pricingUnit: string;
   /** Base units per pricing unit; 0: the row has no pricing quantity (unpriced). */

@@ -15,7 +15,7 @@ import type { Band } from './bands.js';
 import { Meter, bandsOf, freeAllowance } from './bands.js';
 import { versionAt } from './catalogue.js';
 import { ACTION_NAMES } from '../events/catalogue.js';
-import type { BigColumn } from './columns.js';
+import type { BigColumn, ChargeLine } from './columns.js';
 import { KeyTable, NO_KEY, PricedRows } from './columns.js';
 import type { Dec } from './money.js';
 import { ZERO, dec, priceUnits, shareUnits } from './money.js';
@@ -70,16 +70,8 @@ export function* rowsOf(r: CostRow): Generator<CostRow> {
 const HOUR = 3600;
 const DAY = 86400;
 
-interface Line {
-  readonly category: CostCategory;
-  readonly charge: string;
-  readonly consumedUnit: string;
-  /** Base units per consumed unit (e.g. 24 byte-hours per byte-day). */
-  readonly consumedScale: bigint;
-  readonly pricingUnit: string;
-  /** Base units per pricing unit. */
-  readonly denominator: bigint;
-}
+/** What a row charges, before its plan is known. */
+type Line = Omit<ChargeLine, 'plan'>;
 
 export function monthBounds(month: string): { start: number; end: number } {
   const m = /^(\d{4})-(\d{2})$/.exec(month);
