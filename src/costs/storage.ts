@@ -49,9 +49,17 @@ const addTo = (m: Map<number, Fields>, hour: number, field: Field, value: bigint
   f[field] = (f[field] ?? 0n) + value;
 };
 
+/** Texts already made, by key object: a key's first row's object is the one its later steps pass. */
+const keyIds = new WeakMap<StorageKey, string>();
+
 /** A stable text of a storage key (a map key). */
 export function storageKeyId(key: StorageKey): string {
-  return [key.provider, key.bucket, key.customerId, key.featureId, key.clientType, key.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000') + `\u0000${key.action}`;
+  let id = keyIds.get(key);
+  if (id === undefined) {
+    id = [key.provider, key.bucket, key.customerId, key.featureId, key.clientType, key.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000') + `\u0000${key.action}`;
+    keyIds.set(key, id);
+  }
+  return id;
 }
 
 /**
