@@ -11,6 +11,7 @@
  * args (the server's, e.g. a longer --request-timeout-ms: a first month at 10M events prices for
  * minutes, and the server closes a connection after twice that timeout) }.
  */
+import { Agent, setGlobalDispatcher } from 'undici';
 import { MemorySampler, cpuSeconds, runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
@@ -28,6 +29,8 @@ interface Spec {
 const iso = (s: number) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
 
 async function main(): Promise<void> {
+  // fetch gives up on an answer's headers after 300 s: a first month at 10M events takes longer.
+  setGlobalDispatcher(new Agent({ headersTimeout: 0, bodyTimeout: 0 }));
   const spec = JSON.parse(process.argv[2] ?? '') as Spec;
   const server = await startBucketmeter({ cpu: undefined, dataDir: spec.dir ?? '/nonexistent', ...(spec.databaseUrl === undefined ? {} : { databaseUrl: spec.databaseUrl }), key: spec.key, args: spec.args ?? [] });
   const memory = new MemorySampler(server.pid);
