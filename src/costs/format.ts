@@ -32,12 +32,28 @@ function values(request: Pick<UsageRequest, 'groupBy'>, row: CostRowOut): (strin
 export function costJson(request: UsageRequest, page: CostPage): string {
   const head = JSON.stringify({ from: utc(request.from), to: utc(request.to), granularity: request.granularity, timeZone: request.timeZone, groupBy: request.groupBy });
   const names = costFields(request).map((f) => `,${JSON.stringify(f)}:`);
+  const plan = withPlan(request);
+  // A window's bounds as text once, not per row (an answer has a few windows and thousands of rows).
+  const times = new Map<number, string>();
+  const time = (s: number) => {
+    let t = times.get(s);
+    if (t === undefined) {
+      t = utc(s);
+      times.set(s, t);
+    }
+    return t;
+  };
+  const text = (v: string | null) => (v === null ? 'null' : JSON.stringify(v));
   const rows = page.rows.map((row) => {
-    let out = `{"start":"${utc(row.start)}","end":"${utc(row.end)}"`;
-    values(request, row).forEach((v, i) => {
-      out += names[i]! + JSON.stringify(v);
-    });
-    return out + '}';
+    let out = `{"start":"${time(row.start)}","end":"${time(row.end)}"`;
+    let k = 0;
+    for (const d of request.groupBy) out += names[k++]! + text(row.dimensions[d] ?? null);
+    if (plan) out += names[k++]! + text(row.planId);
+    out += names[k++]! + text(row.currency);
+    // Amounts are digits, a point and perhaps a sign: nothing to escape.
+    for (const c of COST_COLUMNS) out += `${names[k++]!}"${row[c]}"`;
+    out += `${names[k++]!}${row.unallocated}${names[k++]!}${row.unpriced}}`;
+    return out;
   });
   return `${head.slice(0, -1)},"rows":[${rows.join(',')}],"nextCursor":${JSON.stringify(page.nextCursor)}}`;
 }
