@@ -85,6 +85,9 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
   const server: ServerOptions = {
     // Node's defaults let headers take 60 s and look at both timeouts only every 30 s.
     headersTimeout: deps.requestTimeoutMs,
+    // Node checks headersTimeout against its own requestTimeout (300 s) when the server is made, before
+    // Fastify sets ours: a --request-timeout-ms above 300 s would not start without it here too.
+    requestTimeout: deps.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(1000, Math.ceil(deps.requestTimeoutMs / 4)),
     // Node would answer a request without Host with an empty 400; the onRequest hook answers it.
     requireHostHeader: false,
