@@ -45,6 +45,12 @@ export const MAX_KEY_HOURS = 50_000_000;
 export const KEPT_ROWS = 20_000_000;
 /** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
 const KEPT_ANSWERS = 16;
+/**
+ * Rows of whole answers kept, all together, by default: a row is an object of texts (about 760 bytes
+ * measured), so sixteen answers of up to MAX_ANSWER_ROWS each would hold gigabytes of the cost
+ * thread's heap, whatever keptRows says. An answer larger than this is not kept.
+ */
+export const KEPT_ANSWER_ROWS = 300_000;
 /** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
 const KEPT_REFUSALS = 1024;
 /** A month's requests and egress are read a day at a time, so that the bound refuses it after the day that passes it. */
@@ -191,6 +197,8 @@ export interface CostDeps {
   maxAnswerRows?: number;
   /** Default KEPT_ROWS; 0 keeps none. */
   keptRows?: number;
+  /** Rows of whole answers kept, all together; default KEPT_ANSWER_ROWS. */
+  keptAnswerRows?: number;
 }
 
 /**
@@ -238,6 +246,8 @@ export class CostService {
    * was made from: reused while every one of them is still the one kept (not holding them alive).
    */
   readonly #answers = new Map<string, { months: WeakRef<PricedAccount[]>[]; groups: GroupedCost[] }>();
+  /** The rows of #answers, all together (bounded by keptAnswerRows). */
+  #answerRows = 0;
   /**
    * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
    * refused at: refused again at once while it is unchanged, or, where its usage rows alone passed
@@ -326,9 +336,7 @@ export class CostService {
     if (kept !== undefined && kept.months.length === months.length && kept.months.every((m, i) => m.deref() === months[i])) groups = kept.groups;
     else {
       groups = groupedCosts(merged);
-      this.#answers.delete(id);
-      if (this.#answers.size >= KEPT_ANSWERS) this.#answers.delete(this.#answers.keys().next().value!);
-      this.#answers.set(id, { months: months.map((m) => new WeakRef(m)), groups });
+      this.#keepAnswer(id, { months: months.map((m) => new WeakRef(m)), groups });
     }
     const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
     const page: CostRowOut[] = [];
@@ -386,6 +394,20 @@ export class CostService {
     }
     if (versionKey(await this.#version(tenantId, end)) === key) this.#kept.set(tenantId, id, key, accounts, accounts.reduce((n, a) => n + a.priced.length, 0));
     return accounts;
+  }
+
+  /** Keeps a whole answer, the oldest dropped while there are too many or their rows pass the bound. */
+  #keepAnswer(id: string, answer: { months: WeakRef<PricedAccount[]>[]; groups: GroupedCost[] }): void {
+    const drop = (key: string) => {
+      this.#answerRows -= this.#answers.get(key)?.groups.length ?? 0;
+      this.#answers.delete(key);
+    };
+    drop(id);
+    const most = this.deps.keptAnswerRows ?? KEPT_ANSWER_ROWS;
+    if (answer.groups.length > most) return;
+    while (this.#answers.size > 0 && (this.#answers.size >= KEPT_ANSWERS || this.#answerRows + answer.groups.length > most)) drop(this.#answers.keys().next().value!);
+    this.#answers.set(id, answer);
+    this.#answerRows += answer.groups.length;
   }
 
   #refuse(id: string, refusal: { version: DataVersion; grows: boolean }): void {
