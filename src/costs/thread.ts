@@ -11,6 +11,7 @@ import { Readable } from 'node:stream';
 import { totalmem } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import { BmError } from '../errors.js';
 import { ReadAbortedError } from '../store/types.js';
 import type { ThreadReadsSource } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
@@ -148,16 +149,25 @@ export class CostThread {
 
   #spawn(): Worker {
     const { prices, bucketPlans, costHeapMb = 0 } = this.pricing;
-    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: { prices, bucketPlans } }, resourceLimits: { maxOldGenerationSizeMb: costHeap(costHeapMb) } });
+    const heapMb = costHeap(costHeapMb);
+    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: { prices, bucketPlans } }, resourceLimits: { maxOldGenerationSizeMb: heapMb } });
     worker.unref();
     worker.on('message', (message: FromCostThread) => this.#receive(worker, message));
-    worker.on('error', () => {
+    let failure: unknown;
+    worker.on('error', (err) => {
       // The exit that follows fails what was asked.
+      failure = err;
     });
     worker.on('exit', () => {
       if (this.#closed || worker !== this.#worker) return;
       this.#worker = undefined;
-      this.#failAll(new Error('the cost thread exited'));
+      // Out of its heap is what a large request can cause (not a bug): a coded 503, as the bound's refusal.
+      const outOfHeap = (failure as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+      this.#failAll(
+        outOfHeap
+          ? new BmError('BM_ERR_COST_TOO_LARGE', `The cost thread ran out of its ${heapMb.toLocaleString('en')} MB heap (--cost-heap-mb) pricing or keeping months; the costs it was answering were stopped. Ask for fewer months or a provider filter, or give it more heap.`)
+          : new Error('the cost thread exited'),
+      );
     });
     return worker;
   }

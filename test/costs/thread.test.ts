@@ -147,3 +147,45 @@ if (existsSync(${JSON.stringify(flag)})) {
     }
   });
 });
+
+describe('cost thread out of its heap', () => {
+  it('answers the request it had with a coded 503 (not an internal error), and the next request starts another thread', async () => {
+    const dir = tempDir();
+    const flag = join(dir, 'grow-once');
+    writeFileSync(flag, '');
+    // The first thread fills its heap at its first message; the next runs the real one.
+    const script = join(dir, 'worker.mjs');
+    const real = new URL('../../src/costs/worker.js', import.meta.url).href;
+    writeFileSync(
+      script,
+      `import { existsSync, unlinkSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+if (existsSync(${JSON.stringify(flag)})) {
+  unlinkSync(${JSON.stringify(flag)});
+  parentPort.once('message', () => {
+    const held = [];
+    for (;;) held.push(Array.from({ length: 1e5 }, (_, i) => ({ i })));
+  });
+} else {
+  await import(${JSON.stringify(real)});
+}
+`,
+    );
+    const store = await openSqliteStore({ path: join(dir, 'cost.db') });
+    const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined, costHeapMb: 64 }, pathToFileURL(script));
+    try {
+      const query = parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+      await assert.rejects(costs.page(1, query), (err: { code?: string; status?: number; message: string }) => {
+        assert.equal(err.code, 'BM_ERR_COST_TOO_LARGE', err.message);
+        assert.equal(err.status, 503);
+        assert.match(err.message, /64 MB heap/);
+        return true;
+      });
+      const page = await costs.page(1, query);
+      assert.deepEqual(JSON.parse(page.text).rows, []);
+    } finally {
+      await costs.close();
+      await store.close();
+    }
+  });
+});
