@@ -113,68 +113,60 @@ describe('cost thread started by the first request', () => {
   });
 });
 
-describe('cost thread that exits', () => {
-  it('fails the request it had, and the next request starts another thread', async () => {
-    const dir = tempDir();
-    const flag = join(dir, 'exit-once');
-    writeFileSync(flag, '');
-    // The first thread exits at its first message; the next runs the real one.
-    const script = join(dir, 'worker.mjs');
-    const real = new URL('../../src/costs/worker.js', import.meta.url).href;
-    writeFileSync(
-      script,
-      `import { existsSync, unlinkSync } from 'node:fs';
+/**
+ * A cost thread whose first instance runs `first` at its first message (a statement); the next
+ * runs the real one. Returns it with its store, closed by `close`.
+ */
+async function failingOnce(first: string, costHeapMb?: number) {
+  const dir = tempDir();
+  const flag = join(dir, 'once');
+  writeFileSync(flag, '');
+  const script = join(dir, 'worker.mjs');
+  const real = new URL('../../src/costs/worker.js', import.meta.url).href;
+  writeFileSync(
+    script,
+    `import { existsSync, unlinkSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 if (existsSync(${JSON.stringify(flag)})) {
   unlinkSync(${JSON.stringify(flag)});
-  parentPort.once('message', () => process.exit(1));
+  parentPort.once('message', () => { ${first} });
 } else {
   await import(${JSON.stringify(real)});
 }
 `,
-    );
-    const store = await openSqliteStore({ path: join(dir, 'cost.db') });
-    const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined }, pathToFileURL(script));
+  );
+  const store = await openSqliteStore({ path: join(dir, 'cost.db') });
+  const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined, ...(costHeapMb === undefined ? {} : { costHeapMb }) }, pathToFileURL(script));
+  const close = async () => {
+    await costs.close();
+    await store.close();
+  };
+  return { costs, close };
+}
+
+const dayQuery = () => parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+
+describe('cost thread that exits', () => {
+  it('fails the request it had, and the next request starts another thread', async () => {
+    const { costs, close } = await failingOnce('process.exit(1);');
     try {
-      const query = parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+      const query = dayQuery();
       await assert.rejects(costs.page(1, query), /the cost thread exited/);
       const page = await costs.page(1, query);
       assert.deepEqual(JSON.parse(page.text).rows, []);
       assert.equal(page.nextCursor, null);
     } finally {
-      await costs.close();
-      await store.close();
+      await close();
     }
   });
 });
 
 describe('cost thread out of its heap', () => {
   it('answers the request it had with a coded 503 (not an internal error), and the next request starts another thread', async () => {
-    const dir = tempDir();
-    const flag = join(dir, 'grow-once');
-    writeFileSync(flag, '');
-    // The first thread fills its heap at its first message; the next runs the real one.
-    const script = join(dir, 'worker.mjs');
-    const real = new URL('../../src/costs/worker.js', import.meta.url).href;
-    writeFileSync(
-      script,
-      `import { existsSync, unlinkSync } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
-if (existsSync(${JSON.stringify(flag)})) {
-  unlinkSync(${JSON.stringify(flag)});
-  parentPort.once('message', () => {
-    const held = [];
-    for (;;) held.push(Array.from({ length: 1e5 }, (_, i) => ({ i })));
-  });
-} else {
-  await import(${JSON.stringify(real)});
-}
-`,
-    );
-    const store = await openSqliteStore({ path: join(dir, 'cost.db') });
-    const costs = new CostThread(store.threadReads, { prices: undefined, bucketPlans: undefined, costHeapMb: 64 }, pathToFileURL(script));
+    // The first thread fills its heap of 64 MB.
+    const { costs, close } = await failingOnce('const held = []; for (;;) held.push(Array.from({ length: 1e5 }, (_, i) => ({ i })));', 64);
     try {
-      const query = parseUsageParams({ from: '2026-09-01T00:00:00Z', to: '2026-09-02T00:00:00Z' }, undefined, ['json', 'csv', 'focus']);
+      const query = dayQuery();
       await assert.rejects(costs.page(1, query), (err: { code?: string; status?: number; message: string }) => {
         assert.equal(err.code, 'BM_ERR_COST_TOO_LARGE', err.message);
         assert.equal(err.status, 503);
@@ -184,8 +176,7 @@ if (existsSync(${JSON.stringify(flag)})) {
       const page = await costs.page(1, query);
       assert.deepEqual(JSON.parse(page.text).rows, []);
     } finally {
-      await costs.close();
-      await store.close();
+      await close();
     }
   });
 });
