@@ -39,14 +39,23 @@ interface Job {
 }
 
 /**
- * The cost thread's old generation, in MB: as set, else half of the machine's memory, never less
- * than this process's own limit. A priced month's columns and, while pricing, its stored bytes'
- * quantities live there (README "Cost", "Speed").
+ * The memory this process may use, in bytes: the machine's, or a container's limit (cgroup) where it
+ * is lower. totalmem() is the host's inside a container, where a heap sized by it would get the
+ * whole server killed by the kernel instead of the cost thread failing alone.
  */
-export function costHeap(setting: number): number {
+export function memoryLimit(): number {
+  return Math.min(totalmem(), process.constrainedMemory?.() || Number.POSITIVE_INFINITY);
+}
+
+/**
+ * The cost thread's old generation, in MB: as set, else half of the memory this process may use,
+ * never less than this process's own limit. A priced month's columns and, while pricing, its stored
+ * bytes' quantities live there (README "Cost", "Speed").
+ */
+export function costHeap(setting: number, memoryBytes = memoryLimit()): number {
   if (setting > 0) return setting;
   const own = getHeapStatistics().heap_size_limit / 2 ** 20;
-  return Math.max(Math.floor(own), Math.floor(totalmem() / 2 / 2 ** 20));
+  return Math.max(Math.floor(own), Math.floor(memoryBytes / 2 / 2 ** 20));
 }
 
 export class CostThread {
