@@ -7,7 +7,7 @@
  * 2^19 such events in one hour (one key can send them) passed 2^63 in a rollup row, 146 in an hour's
  * byte-seconds, and a petabyte held for months in the byte-hours of a read; the store's 64-bit
  * integers then refused the write, stopping every tenant's fold or catch-up, or the read.
- * Values are joined in JS (bigint) only, never in SQL.
+ * Reads join the parts in SQL while the value fits 64 bits (joinedSql), else in JS as bigints.
  */
 
 const LOW_BITS = 24;

@@ -1,11 +1,11 @@
 /** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
 import type { Pool, PoolClient } from 'pg';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
-import { EVERY_TENANT } from '../rebuilds.js';
+import { EVERY_TENANT, versionSql } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
 import { DayChecks } from '../usage-days.js';
 import { CancellableReads } from './cancellable.js';
@@ -15,8 +15,7 @@ import { inRange } from './sums.js';
 
 type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
-const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
-const REQUESTS_COLUMN = MEASURE_COLUMNS[MEASURES.indexOf('requests')]!;
+const VERSION_SQL = versionSql('$1', '$2', '$3', '::text');
 const SUMS = STORED_MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
 
 export class PostgresUsageReads {
@@ -114,9 +113,7 @@ export class PostgresUsageReads {
    */
   async version(tenantId: number, toDay: number, signal?: AbortSignal): Promise<DataVersion> {
     this.reads.check(signal);
-    const text = `SELECT (SELECT coalesce(sum(u.${REQUESTS_COLUMN}), 0) FROM ${TENANT_DAY.table} u WHERE u.tenant = $1 AND u.${TENANT_DAY.grain} < $2)::text,
-      (SELECT coalesce(sum(generation), 0) FROM rebuilds WHERE tenant IN ($1, $3))::text`;
-    const { rows } = await this.guarded(() => this.reads.query<[string, string]>({ text, values: [tenantId, toDay, EVERY_TENANT], rowMode: 'array' }, signal));
+    const { rows } = await this.guarded(() => this.reads.query<[string, string]>({ text: VERSION_SQL, values: [tenantId, toDay, EVERY_TENANT], rowMode: 'array' }, signal));
     return { events: BigInt(rows[0]![0]), rebuilds: BigInt(rows[0]![1]) };
   }
 

@@ -1,11 +1,11 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
+import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
 import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
 import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
-import { EVERY_TENANT } from '../rebuilds.js';
+import { EVERY_TENANT, versionSql } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
 import type { Connection } from './connection.js';
 import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
@@ -20,15 +20,7 @@ const STATEMENT_CACHE = 200;
  */
 const PIECE_UNITS: Record<Grain, number> = { hour: 24, day: 1 };
 
-const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
-
-/**
- * The tenant's event count before a day and its rebuilds (UsageReader.version), as PostgreSQL reads it.
- * A plain statement, not a pieced query: it spans tenant_day from day 0, and a piece a day since 1970
- * is ~20,000 seeks and checks; the rows are few a day (provider × action), so one range scan is short.
- */
-const VERSION_SQL = `SELECT (SELECT coalesce(sum(u.${MEASURE_COLUMNS[MEASURES.indexOf('requests')]}), 0) FROM ${TENANT_DAY.table} u WHERE u.tenant = ? AND u.${TENANT_DAY.grain} < ?),
-  (SELECT coalesce(sum(generation), 0) FROM rebuilds WHERE tenant IN (?, ?))`;
+const VERSION_SQL = versionSql('?', '?', '?');
 
 function pieces(s: UsageSpan, units: number): [number, number, number, number][] {
   const out: [number, number, number, number][] = [];
