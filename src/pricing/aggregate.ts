@@ -4,7 +4,7 @@
  */
 import type { Attribution } from './quantities.js';
 import type { CostRow } from './engine.js';
-import { COST_PLACES, costUnits, unitsText } from './money.js';
+import { COST_PLACES, unitsText } from './money.js';
 import { ACTION_NAMES } from '../events/catalogue.js';
 import type { KeyDimension, KeyFilter, PricedRows } from './columns.js';
 import { KEY_DIMENSIONS, NO_KEY, clipAt, keyPasses } from './columns.js';
@@ -35,67 +35,8 @@ export interface GroupedCost extends CostTotals {
 /** A fine row of one provider account (the engine prices one at a time and knows no provider). */
 export type ProviderCostRow = CostRow & { readonly provider?: string };
 
-/**
- * Groups fine rows by window (windowOf maps an hour to its window's start), dimensions, currency
- * and, when the groupBy holds provider or bucket, plan. `provider`: the provider of rows that carry
- * none. A run (CostRow.repeat) adds its cost once per hour it stands for; `windowEnd` (the end of
- * an hour's window), when given, lets it add a window's hours at once.
- */
-export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = '', windowEnd?: (hour: number) => number): GroupedCost[] {
-  const groups: CostGroups = new Map();
-  addCosts(groups, rows, groupBy, windowOf, provider, windowEnd);
-  return groupedCosts(groups);
-}
-
 /** Groups being summed (integer units), by window, dimensions, plan, currency and flags. */
 export type CostGroups = Map<string, { readonly g: Omit<GroupedCost, keyof CostTotals>; readonly sums: Record<keyof CostTotals, bigint> }>;
-
-/**
- * Adds rows into `groups` (groupCosts' parameters). False, with `groups` part way, once a row would
- * make more than `most` groups: a run adds a group to every window it stands in, so the groups of a
- * fine granularity can far outnumber the rows priced.
- */
-export function addCosts(
-  groups: CostGroups,
-  rows: Iterable<ProviderCostRow>,
-  groupBy: readonly CostDimension[],
-  windowOf: (hour: number) => number,
-  provider = '',
-  windowEnd?: (hour: number) => number,
-  most = Number.POSITIVE_INFINITY,
-): boolean {
-  const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
-  for (const r of rows) {
-    const values = groupBy.map((d) => (d === 'provider' ? (r.provider ?? provider) : (r.key?.[d] ?? null)));
-    const planId = byPlan ? r.planId : null;
-    const unallocated = r.key === null;
-    const unpriced = r.category === 'unpriced';
-    const rest = `\u0000${values.map((v) => (v === null ? '\u0001' : v)).join('\u0000')}\u0000${planId}\u0000${r.currency}\u0000${unallocated}\u0000${unpriced}`;
-    const column = CATEGORY_COLUMN[r.category];
-    const units = costUnits(r.cost);
-    const times = r.repeat?.times ?? 1;
-    const every = r.repeat?.every ?? 3600;
-    for (let k = 0; k < times; ) {
-      const hour = r.hour + k * every;
-      const start = windowOf(hour);
-      // The run's hours in this window: up to its end, or one.
-      const n = windowEnd === undefined ? 1 : Math.min(times - k, Math.ceil((windowEnd(hour) - hour) / every));
-      k += n;
-      const id = start + rest;
-      let group = groups.get(id);
-      if (group === undefined) {
-        if (groups.size >= most) return false;
-        const dimensions = Object.fromEntries(groupBy.map((d, i) => [d, values[i]!]));
-        group = { g: { start, dimensions, planId, currency: r.currency, unallocated, unpriced }, sums: { storageCost: 0n, requestCost: 0n, egressCost: 0n, otherCost: 0n, totalCost: 0n } };
-        groups.set(id, group);
-      }
-      const amount = n === 1 ? units : units * BigInt(n);
-      if (column !== undefined) group.sums[column] += amount;
-      group.sums.totalCost += amount;
-    }
-  }
-  return true;
-}
 
 /** Adds the sums of `from` into `into` (exact: integer units); `from` is left as it was. */
 export function mergeCosts(into: CostGroups, from: CostGroups): void {
@@ -133,7 +74,8 @@ export function compareGroups(a: Omit<GroupedCost, keyof CostTotals>, b: Omit<Gr
   return compareText(a.planId, b.planId) || compareText(a.currency, b.currency) || Number(a.unallocated) - Number(b.unallocated) || Number(a.unpriced) - Number(b.unpriced);
 }
 
-const CATEGORY_COLUMN: Record<CostRow['category'], keyof CostTotals | undefined> = {
+/** The total each category of fine row adds to, besides totalCost (unpriced: none). */
+export const CATEGORY_COLUMN: Record<CostRow['category'], keyof CostTotals | undefined> = {
   storage: 'storageCost',
   request: 'requestCost',
   egress: 'egressCost',
@@ -146,12 +88,14 @@ type Sums = [bigint, bigint, bigint, bigint, bigint];
 const SUM_COLUMNS: readonly (keyof CostTotals)[] = ['storageCost', 'requestCost', 'egressCost', 'otherCost', 'totalCost'];
 
 /**
- * addCosts on one account's columns (PricedRows) without a row object: the rows in [from, to)
- * whose key passes `filter`, runs cut to the range, added into `groups` under the same ids addCosts
- * gives, so the two merge. `windowOf(hour)`: the index of an hour's window (unix seconds), `starts`
+ * Groups one account's fine rows (PricedRows) without a row object, by window, dimensions, currency
+ * and, when the groupBy holds provider or bucket, plan: the rows in [from, to) whose key passes
+ * `filter`, runs cut to the range (a run adds its cost once per hour it stands for), added into
+ * `groups`, whose ids are the same for every month, so months merge. `windowOf(hour)`: the index of an hour's window (unix seconds), `starts`
  * and `ends` each window's bounds in seconds. Groups are found by a number per row (the key's
  * grouped values, the window, the line's plan, currency and kind), their text ids made once per group.
- * False, with `groups` part way, once the rows would make more than `most` groups (as addCosts).
+ * False, with `groups` part way, once the rows would make more than `most` groups: a run adds a group
+ * to every window it stands in, so the groups of a fine granularity can far outnumber the rows priced.
  */
 export function addCostColumns(
   groups: CostGroups,

@@ -121,7 +121,7 @@ export function clipRow<R extends CostRow>(r: R, from: number, to: number): R | 
   return { ...one, hour: r.hour + shift, slot: slotFixed === true ? r.slot : r.slot + shift, ...(last - first > 1 ? { repeat: { ...r.repeat, times: last - first } } : {}) } as R;
 }
 
-/** The engine's fine rows as objects (PricedRows.rowAt): what the tests, the CLI and small callers use. */
+/** The engine's fine rows as objects (PricedRows.rowAt): what the tests and the pricing bench read. */
 export function priceMonth(input: AccountMonth): CostRow[] {
   const keys = new KeyTable();
   return [...priceColumns({ ...input, keys }).objects()];

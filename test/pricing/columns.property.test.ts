@@ -10,7 +10,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { addCostColumns, groupCosts, groupedCosts } from '../../src/pricing/aggregate.js';
+import { addCostColumns, groupedCosts } from '../../src/pricing/aggregate.js';
+import { groupCosts } from '../support/cost-groups.js';
 import type { CostDimension, CostGroups } from '../../src/pricing/aggregate.js';
 import { BigColumn, KeyTable, keyFilter, selectRows } from '../../src/pricing/columns.js';
 import { priceColumns, priceMonth, rowsOf } from '../../src/pricing/engine.js';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { groupCosts } from '../../src/pricing/aggregate.js';
+import { groupCosts } from '../support/cost-groups.js';
 import type { CostDimension } from '../../src/pricing/aggregate.js';
 import { priceMonth, rowsOf } from '../../src/pricing/engine.js';
 import type { CostRow } from '../../src/pricing/engine.js';

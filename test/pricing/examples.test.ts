@@ -1,7 +1,7 @@
 /** README "Cost": the worked examples, one per metering kind, figure by figure; FOCUS; unpriced. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { groupCosts } from '../../src/pricing/aggregate.js';
+import { groupCosts } from '../support/cost-groups.js';
 import { priceMonth, unpricedRows } from '../../src/pricing/engine.js';
 import type { CostRow } from '../../src/pricing/engine.js';
 import { FOCUS_COLUMNS, focusCsv } from '../../src/pricing/focus.js';
