@@ -12,7 +12,8 @@
  *
  * PostgreSQL phases run when --database-url or BENCH_DATABASE_URL is given: each run creates a schema of
  * its own in that database (CREATE SCHEMA rights needed), points the server at it through the URL's
- * search_path, and drops it afterwards.
+ * search_path, and drops it afterwards; with --usage-dir the usage query phase's schema is
+ * bm_bench_usage_<events>, kept like the SQLite store for the next run and for cost-query.js.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -153,10 +154,12 @@ function sqliteDisk(dir: string, acknowledged: number): DiskResult {
 
 /** A PostgreSQL schema of its own for one run, and the URL that selects it. */
 class PgSchema {
-  readonly name = `bm_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
   readonly url: string;
 
-  constructor(private readonly baseUrl: string) {
+  constructor(
+    private readonly baseUrl: string,
+    readonly name = `bm_bench_${process.pid}_${randomBytes(3).toString('hex')}`,
+  ) {
     const url = new URL(baseUrl);
     url.searchParams.set('options', `-c search_path=${this.name}`);
     this.url = url.toString();
@@ -294,24 +297,27 @@ const USAGE_QUERIES = (from: string, to: string, hot: string) => [
 async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord): Promise<void> {
   record.usageQuery = [];
   for (const events of settings.usageEvents) {
-    const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!) : undefined;
-    const kept = schema === undefined && settings.usageDir !== undefined ? join(settings.usageDir, `sqlite-${events}`) : undefined;
+    // A kept PostgreSQL store is a schema named by its size; its load.json is in the kept directory.
+    const kept = settings.usageDir !== undefined ? join(settings.usageDir, `${phase.backend}-${events}`) : undefined;
+    const schema = phase.backend === 'postgres' ? new PgSchema(settings.databaseUrl!, ...(kept === undefined ? [] : [`bm_bench_usage_${events}`])) : undefined;
     const dir = kept ?? mkdtempSync(join(tmpdir(), 'bucketmeter-bench-usage-'));
     const loaded = kept === undefined ? undefined : join(kept, 'load.json');
     try {
-      await schema?.create();
       let load: UsageLoadResult & { now: number };
       if (loaded !== undefined && existsSync(loaded)) {
         load = JSON.parse(readFileSync(loaded, 'utf8')) as UsageLoadResult & { now: number };
       } else {
-        // A kept directory without its load.json holds a load that did not finish.
+        // A kept directory (or schema) without its load.json holds a load that did not finish.
         if (kept !== undefined) rmSync(dir, { recursive: true, force: true });
+        if (kept !== undefined) await schema?.drop();
+        await schema?.create();
         mkdirSync(dir, { recursive: true });
         const now = Math.floor(Date.now() / 86_400_000) * 86400;
         const spec: UsageLoadSpec = { backend: phase.backend!, ...(schema ? { url: schema.url } : { dir }), events, days: 30, now };
         const loader = spawnNode(cpu(SERVER_CPU), [join(ROOT, 'dist/bench/usage-query.js'), JSON.stringify(spec)]);
         try {
-          load = { ...(await benchMessage<{ result: UsageLoadResult }>(loader, 'result', 3_600_000)).result, now };
+          // Three hours: 10M events into PostgreSQL on a machine shared with other work took more than one.
+          load = { ...(await benchMessage<{ result: UsageLoadResult }>(loader, 'result', 10_800_000)).result, now };
         } finally {
           await loader.stop(10_000);
         }
@@ -353,7 +359,7 @@ async function runUsageQuery(settings: Settings, phase: Phase, record: RunRecord
       const rollupBytes = disk.objects.filter((o) => o.name.startsWith('usage_')).reduce((sum, o) => sum + o.bytes, 0);
       record.usageQuery.push({ events, loadSeconds: load.seconds, diskBytesPerEvent: disk.bytesPerEvent, rollupBytesPerEvent: rollupBytes / events, rollupObjects: disk.objects.filter((o) => o.name.startsWith('usage_')), queries, ...(overview ? { overview } : {}) });
     } finally {
-      await schema?.drop();
+      if (kept === undefined) await schema?.drop();
       if (kept === undefined) rmSync(dir, { recursive: true, force: true });
     }
   }
