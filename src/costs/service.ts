@@ -456,7 +456,7 @@ export class CostService {
       addUsage(usage, (window) => bounds[first + window]! * HOUR, labels, accountOf);
     }
 
-    await this.#addStorage(tenantId, start, end, accountOf, budget, month);
+    await this.#addStorage(tenantId, start, end, accountOf, accounts, budget, month);
 
     const out: PricedAccount[] = [];
     for (const a of accounts.values()) {
@@ -475,7 +475,15 @@ export class CostService {
   }
 
   /** Stored bytes from the inventory, and the intervals behind minimum sizes, durations and daily peaks. */
-  async #addStorage(tenantId: number, start: number, end: number, accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined, budget: Budget, month: string): Promise<void> {
+  async #addStorage(
+    tenantId: number,
+    start: number,
+    end: number,
+    accountOf: (provider: string, bucket: string | null, create?: boolean) => Account | undefined,
+    accounts: ReadonlyMap<string, Account>,
+    budget: Budget,
+    month: string,
+  ): Promise<void> {
     const feed = this.deps.storage;
     const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
       const byAccount = new Map<Account, T[]>();
@@ -509,11 +517,15 @@ export class CostService {
 
     const priced = [...used].filter((a) => a.planId !== undefined);
     const most = (f: (p: PricePlan) => number) => Math.max(0, ...priced.flatMap((a) => a.versions.map(f)));
+    // The providers of the accounts (opened so far, the ones intervals are routed to) a plan with `f` > 0 prices:
+    // the other intervals would add nothing (most of a month's ended versions, where only one provider has a minimum duration).
+    const providersWith = (f: (p: PricePlan) => number) => [...new Set([...accounts.values()].filter((a) => a.versions.some((p) => f(p) > 0)).map((a) => a.provider))];
     const smallest = most((p) => p.storage.minimumObjectBytes);
     checkpoint(budget);
     if (smallest > 0) {
       // From a second before the month: one ended at its first instant is still in the 00:00 snapshot.
-      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { smallerThan: BigInt(smallest) }))) {
+      const filter = { smallerThan: BigInt(smallest), providers: providersWith((p) => p.storage.minimumObjectBytes) };
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, filter))) {
         addSmallObjects(a.storage, list, (hour) => BigInt(versionAt(a.versions, hour)?.storage.minimumObjectBytes ?? 0), start, end);
       }
     }
@@ -521,7 +533,8 @@ export class CostService {
     checkpoint(budget);
     if (youngest > 0) {
       // From a second before the month: a version ended at its first instant is alive in [start - 1, end).
-      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, { endedYoungerThan: youngest * DAY }))) {
+      const filter = { endedYoungerThan: youngest * DAY, providers: providersWith((p) => p.storage.minimumDays) };
+      for (const [a, list] of route(await feed.storageIntervals(tenantId, start - 1, end, filter))) {
         addEarlyDeletes(a.storage, list, (hour) => {
           const plan = versionAt(a.versions, hour);
           return { seconds: (plan?.storage.minimumDays ?? 0) * DAY, objectBytes: BigInt(plan?.storage.minimumObjectBytes ?? 0) };

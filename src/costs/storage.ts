@@ -9,6 +9,7 @@
  * midnight's snapshot, and one ended exactly at 00:00 still is (both are in byte-seconds exactly as
  * long as they lived). Small objects use the same rule, so padding always meets the bytes it pads.
  */
+import { BigColumn } from '../pricing/columns.js';
 import type { StorageDeltaRow, StorageInterval, StorageKey } from '../store/types.js';
 
 const HOUR = 3600;
@@ -36,86 +37,164 @@ export interface StorageRun extends StorageHour {
 }
 
 type Field = Exclude<keyof StorageHour, 'hour' | 'key'>;
-type Fields = Partial<Record<Field, bigint>>;
 const FIELDS: readonly Field[] = ['byteSeconds', 'snapshotBytes', 'smallObjectSeconds', 'smallObjectByteSeconds', 'snapshotSmallObjects', 'snapshotSmallObjectBytes', 'earlyDeleteByteSeconds'];
+const FIELD_INDEX = new Map<Field, number>(FIELDS.map((f, i) => [f, i]));
 const SNAPSHOT = new Set<Field>(['snapshotBytes', 'snapshotSmallObjects', 'snapshotSmallObjectBytes']);
-
-const addTo = (m: Map<number, Fields>, hour: number, field: Field, value: bigint) => {
-  let f = m.get(hour);
-  if (f === undefined) {
-    f = {};
-    m.set(hour, f);
-  }
-  f[field] = (f[field] ?? 0n) + value;
-};
-
-/** Texts already made, by key object: a key's first row's object is the one its later steps pass. */
-const keyIds = new WeakMap<StorageKey, string>();
-
-/** A stable text of a storage key (a map key). */
-export function storageKeyId(key: StorageKey): string {
-  let id = keyIds.get(key);
-  if (id === undefined) {
-    id = [key.provider, key.bucket, key.customerId, key.featureId, key.clientType, key.clientId].map((v) => (v === null ? '\u0001' : v)).join('\u0000') + `\u0000${key.action}`;
-    keyIds.set(key, id);
-  }
-  return id;
-}
+/** An entry's flag (beside its field's index): a single hour's quantity, not a level's change. */
+const POINT = 8;
 
 /**
- * Collects quantities per key as piecewise constant levels (`addRange`) plus single hours (`add`):
- * a key's live bytes only change where it has deltas, so its runs number its changes, not its hours.
+ * A stable text of a storage key (a map key). Made once per key object by its users (StorageHours
+ * numbers keys by object first): a month has about as many keys as delta rows (704k keys in 1.1M
+ * rows at 3M events), so no cache of texts by object is kept (a WeakMap of millions slowed every
+ * collection).
+ */
+export function storageKeyId(key: StorageKey): string {
+  const n = (v: string | null) => (v === null ? '\u0001' : v);
+  return `${n(key.provider)}\u0000${n(key.bucket)}\u0000${n(key.customerId)}\u0000${n(key.featureId)}\u0000${n(key.clientType)}\u0000${n(key.clientId)}\u0000${key.action}`;
+}
+
+const grow = <T extends Int32Array | Uint8Array>(a: T): T => {
+  const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+  b.set(a);
+  return b;
+};
+
+/**
+ * Collects quantities per key as piecewise constant levels (`addRange`: a change where it starts
+ * and where it ends) plus single hours (`add`): a key's live bytes only change where it has deltas,
+ * so its runs number its changes, not its hours. Entries are appended to columns (key, hour, field,
+ * value), not kept as per-key maps of per-hour objects: at 3M events of the reference mix a month
+ * is millions of them, and as objects their allocation and collection was most of its stored-bytes time.
  */
 export class StorageHours {
-  readonly #keys = new Map<string, { key: StorageKey; levels: Map<number, Fields>; points: Map<number, Fields> }>();
+  /** By object first (a read gives one object per key), then by text (another object of the same key). */
+  readonly #objects = new Map<StorageKey, number>();
+  readonly #ids = new Map<string, number>();
+  readonly #keys: StorageKey[] = [];
+  #length = 0;
+  #key = new Int32Array(1024);
+  /** Hours since the epoch. */
+  #hour = new Int32Array(1024);
+  /** FIELDS index, | POINT for a single hour. */
+  #kind = new Uint8Array(1024);
+  readonly #value = new BigColumn();
 
-  #entry(key: StorageKey) {
+  /**
+   * A key's number, for addAt and addRangeAt; given first, its place in the runs' order (runs come
+   * in the order keys were first given).
+   */
+  key(key: StorageKey): number {
+    let k = this.#objects.get(key);
+    if (k !== undefined) return k;
     const id = storageKeyId(key);
-    let e = this.#keys.get(id);
-    if (e === undefined) {
-      e = { key, levels: new Map(), points: new Map() };
-      this.#keys.set(id, e);
+    k = this.#ids.get(id);
+    if (k === undefined) {
+      k = this.#keys.length;
+      this.#keys.push(key);
+      this.#ids.set(id, k);
     }
-    return e;
+    this.#objects.set(key, k);
+    return k;
+  }
+
+  #push(k: number, hour: number, kind: number, value: bigint): void {
+    const i = this.#length++;
+    if (i === this.#key.length) {
+      this.#key = grow(this.#key);
+      this.#hour = grow(this.#hour);
+      this.#kind = grow(this.#kind);
+    }
+    this.#key[i] = k;
+    this.#hour[i] = hour / HOUR;
+    this.#kind[i] = kind;
+    this.#value.set(i, value);
   }
 
   /** `value` added to `field` in the one hour `hour`. */
   add(key: StorageKey, hour: number, field: Field, value: bigint): void {
-    if (value !== 0n) addTo(this.#entry(key).points, hour, field, value);
+    if (value !== 0n) this.addAt(this.key(key), hour, field, value);
   }
 
   /** `value` added to `field` in each hour of [from, to) (a snapshot field: at each UTC midnight of it). */
   addRange(key: StorageKey, from: number, to: number, field: Field, value: bigint): void {
-    if (value === 0n || from >= to) return;
-    const e = this.#entry(key);
-    addTo(e.levels, from, field, value);
-    addTo(e.levels, to, field, -value);
+    if (value !== 0n && from < to) this.addRangeAt(this.key(key), from, to, field, value);
   }
 
-  /** Maximal runs of hours whose quantities are equal, in key order then time; hours with none are left out. */
+  /** add, to the key numbered `k` (key()). */
+  addAt(k: number, hour: number, field: Field, value: bigint): void {
+    if (value !== 0n) this.#push(k, hour, FIELD_INDEX.get(field)! | POINT, value);
+  }
+
+  /** addRange, to the key numbered `k` (key()). */
+  addRangeAt(k: number, from: number, to: number, field: Field, value: bigint): void {
+    if (value === 0n || from >= to) return;
+    const f = FIELD_INDEX.get(field)!;
+    this.#push(k, from, f, value);
+    this.#push(k, to, f, -value);
+  }
+
+  /**
+   * Maximal runs of hours whose quantities are equal, in key order then time; hours with none are
+   * left out. A run ends at every hour where a level changes (even by nothing) and around each
+   * single hour.
+   */
   runs(): StorageRun[] {
+    const n = this.#length;
+    const hourOf = this.#hour;
+    // The entries by key (counting sort, stable), then each key's by hour.
+    const starts = new Int32Array(this.#keys.length + 1);
+    for (let i = 0; i < n; i++) starts[this.#key[i]! + 1]!++;
+    for (let k = 0; k < this.#keys.length; k++) starts[k + 1]! += starts[k]!;
+    const order = new Int32Array(n);
+    const next = starts.slice(0, this.#keys.length);
+    for (let i = 0; i < n; i++) order[next[this.#key[i]!]!++] = i;
     const out: StorageRun[] = [];
-    for (const { key, levels, points } of this.#keys.values()) {
-      const cuts = new Set<number>(levels.keys());
-      for (const h of points.keys()) cuts.add(h).add(h + HOUR);
-      const sorted = [...cuts].sort((a, b) => a - b);
-      const level: Fields = {};
-      for (let i = 0; i + 1 < sorted.length; i++) {
-        const from = sorted[i]!;
-        for (const [f, v] of Object.entries(levels.get(from) ?? {}) as [Field, bigint][]) level[f] = (level[f] ?? 0n) + v;
-        const hours = (sorted[i + 1]! - from) / HOUR;
-        // A run holding no midnight has no snapshot.
-        const midnight = from % DAY === 0 || Math.floor((from + hours * HOUR - 1) / DAY) > Math.floor(from / DAY);
-        const run: StorageRun = { hour: from, hours, key };
-        let any = false;
-        const point = points.get(from);
-        for (const f of FIELDS) {
-          const v = (level[f] ?? 0n) + (point?.[f] ?? 0n);
-          if (v === 0n || (SNAPSHOT.has(f) && !midnight)) continue;
-          run[f] = v;
-          any = true;
+    const level = new Array<bigint>(FIELDS.length).fill(0n);
+    const point = new Array<bigint>(FIELDS.length).fill(0n);
+    for (let k = 0; k < this.#keys.length; k++) {
+      const key = this.#keys[k]!;
+      const a = starts[k]!;
+      const b = starts[k + 1]!;
+      const mine = order.subarray(a, b);
+      let ordered = true;
+      for (let j = a + 1; j < b && ordered; j++) ordered = hourOf[order[j - 1]!]! <= hourOf[order[j]!]!;
+      // Entries of one hour are summed: their order among them does not matter.
+      if (!ordered) mine.sort((x, y) => hourOf[x]! - hourOf[y]!);
+      level.fill(0n);
+      let j = a;
+      let at: number | undefined = a < b ? hourOf[order[a]!]! : undefined;
+      while (at !== undefined) {
+        point.fill(0n);
+        let single = false;
+        for (; j < b && hourOf[order[j]!]! === at; j++) {
+          const i = order[j]!;
+          const kind = this.#kind[i]!;
+          const f = kind & ~POINT;
+          if (kind === f) level[f] = level[f]! + this.#value.get(i);
+          else {
+            point[f] = point[f]! + this.#value.get(i);
+            single = true;
+          }
         }
-        if (any) out.push(run);
+        // The next cut: the hour after a single hour, else the next entry's hour (none: every level has ended).
+        const to: number | undefined = single ? at + 1 : j < b ? hourOf[order[j]!]! : undefined;
+        if (to !== undefined) {
+          const from = at * HOUR;
+          const hours = to - at;
+          // A run holding no midnight has no snapshot.
+          const midnight = from % DAY === 0 || Math.floor((from + hours * HOUR - 1) / DAY) > Math.floor(from / DAY);
+          const run: StorageRun = { hour: from, hours, key };
+          let any = false;
+          for (let f = 0; f < FIELDS.length; f++) {
+            const v = level[f]! + point[f]!;
+            if (v === 0n || (!midnight && SNAPSHOT.has(FIELDS[f]!))) continue;
+            run[FIELDS[f]!] = v;
+            any = true;
+          }
+          if (any) out.push(run);
+        }
+        at = to;
       }
     }
     return out;
@@ -152,42 +231,63 @@ export function addLiveBytes(
   start: number,
   end: number,
 ): void {
-  const keys = new Map<string, { key: StorageKey; open: bigint; deltas: StorageDeltaRow[] }>();
-  const entry = (key: StorageKey) => {
-    const id = storageKeyId(key);
-    let e = keys.get(id);
-    if (e === undefined) {
-      e = { key, open: 0n, deltas: [] };
-      keys.set(id, e);
+  // Per key (by out's number): its live bytes, the first hour they hold from, and the delta hour not
+  // yet added (its bytes and tail summed over that hour's rows, so that rows of one hour are one change).
+  const mine: number[] = [];
+  const seen = new Set<number>();
+  const open: bigint[] = [];
+  const from: number[] = [];
+  const pending: number[] = [];
+  const pendingBytes: bigint[] = [];
+  const pendingTail: bigint[] = [];
+  // The runs in the order of the keys as given (openings, then deltas), whatever the hours of their changes.
+  const index = (key: StorageKey) => {
+    const k = out.key(key);
+    if (!seen.has(k)) {
+      seen.add(k);
+      mine.push(k);
+      open[k] = 0n;
+      from[k] = start;
+      pending[k] = -1;
+      pendingBytes[k] = 0n;
+      pendingTail[k] = 0n;
     }
-    return e;
+    return k;
   };
-  for (const o of feed.opening) entry(o.key).open += o.bytes;
-  for (const d of feed.deltas) {
-    if (d.hour < start || d.hour >= end || d.hour % HOUR !== 0) throw new RangeError(`delta hour ${d.hour} is not a whole hour of [${start}, ${end})`);
-    entry(d.key).deltas.push(d);
+  // Hours [from, hour] open at `open`; the delta hour adds its tail.
+  const flush = (k: number) => {
+    const hour = pending[k]!;
+    if (hour < 0) return;
+    out.addRangeAt(k, from[k]!, hour + HOUR, 'byteSeconds', open[k]! * BigInt(HOUR));
+    out.addRangeAt(k, from[k]!, hour + HOUR, 'snapshotBytes', open[k]!);
+    out.addAt(k, hour, 'byteSeconds', pendingTail[k]!);
+    open[k] = open[k]! + pendingBytes[k]!;
+    from[k] = hour + HOUR;
+    pending[k] = -1;
+    pendingBytes[k] = 0n;
+    pendingTail[k] = 0n;
+  };
+  for (const o of feed.opening) {
+    const k = index(o.key);
+    open[k] = open[k]! + o.bytes;
   }
-  for (const { key, open: opening, deltas } of keys.values()) {
-    deltas.sort((a, b) => a.hour - b.hour);
-    let open = opening;
-    let from = start;
-    for (let next = 0; next < deltas.length; ) {
-      const hour = deltas[next]!.hour;
-      let bytes = 0n;
-      let tail = 0n;
-      for (; next < deltas.length && deltas[next]!.hour === hour; next++) {
-        bytes += deltas[next]!.bytes;
-        tail += deltas[next]!.tailByteSeconds;
-      }
-      // Hours [from, hour] open at `open`; the delta hour adds its tail.
-      out.addRange(key, from, hour + HOUR, 'byteSeconds', open * BigInt(HOUR));
-      out.addRange(key, from, hour + HOUR, 'snapshotBytes', open);
-      out.add(key, hour, 'byteSeconds', tail);
-      open += bytes;
-      from = hour + HOUR;
-    }
-    out.addRange(key, from, end, 'byteSeconds', open * BigInt(HOUR));
-    out.addRange(key, from, end, 'snapshotBytes', open);
+  const deltas = feed.deltas;
+  // The port gives them by hour; any other order is put in it (stably) first.
+  let ordered = true;
+  for (let i = 1; i < deltas.length && ordered; i++) ordered = deltas[i - 1]!.hour <= deltas[i]!.hour;
+  const rows = ordered ? deltas : [...deltas].sort((a, b) => a.hour - b.hour);
+  for (const d of rows) {
+    if (d.hour < start || d.hour >= end || d.hour % HOUR !== 0) throw new RangeError(`delta hour ${d.hour} is not a whole hour of [${start}, ${end})`);
+    const k = index(d.key);
+    if (pending[k] !== d.hour) flush(k);
+    pending[k] = d.hour;
+    pendingBytes[k] = pendingBytes[k]! + d.bytes;
+    pendingTail[k] = pendingTail[k]! + d.tailByteSeconds;
+  }
+  for (const k of mine) {
+    flush(k);
+    out.addRangeAt(k, from[k]!, end, 'byteSeconds', open[k]! * BigInt(HOUR));
+    out.addRangeAt(k, from[k]!, end, 'snapshotBytes', open[k]!);
   }
 }
 

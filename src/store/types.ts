@@ -423,6 +423,8 @@ export interface StorageInterval {
 export interface StorageIntervalFilter {
   /** Only these buckets (all when absent). */
   buckets?: string[];
+  /** Only intervals whose key has one of these providers ('' for none; all when absent). */
+  providers?: string[];
   /** Only intervals with a known size below this many bytes (minimum object size). */
   smallerThan?: bigint;
   /** Only intervals that ended, within [from, to), less than this many seconds after they started (minimum duration). */

@@ -341,6 +341,13 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
       if (ids.length === 0) return [];
       where += ` AND bucket IN (${ids.join(', ')})`;
     }
+    if (filter.providers !== undefined) {
+      // '' is none: id 0.
+      const named = filter.providers.filter((p) => p !== '');
+      const ids = [...(filter.providers.includes('') ? [0] : []), ...(await this.#ids(named)).filter((id) => id !== undefined)];
+      if (ids.length === 0) return [];
+      where += ` AND provider IN (${ids.join(', ')})`;
+    }
     if (filter.smallerThan !== undefined) {
       params.push(filter.smallerThan.toString());
       where += ` AND size IS NOT NULL AND size < $${params.length}`;

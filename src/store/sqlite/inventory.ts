@@ -486,26 +486,36 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
 
   storageDeltas(tenantId: number, from: number, to: number): { opening: { key: StorageKey; bytes: bigint }[]; deltas: StorageDeltaRow[] } {
     const cols = `provider, bucket, customer, feature, client_type, client_id, action`;
+    // A key's ids as one text made by SQLite: the key's object is looked up by it (#storageKeys).
+    const ids = cols.split(', ').join(` || ',' || `);
     // Wide sums (store/wide.ts): a value is 0 when its parts join to 0, which they can without being 0:
     // HAVING drops the keys whose parts are both 0 (most of the churned ones), the filter below the rest.
     const bytesHi = highColumn('bytes');
     const tailHi = highColumn('tail');
-    const opening = this.#prepare(`SELECT ${cols}, sum(bytes), sum(${bytesHi}) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols}
+    const opening = this.#prepare(`SELECT ${ids}, sum(bytes), sum(${bytesHi}) FROM inventory_hours WHERE tenant = ? AND hour < ? GROUP BY ${cols}
   HAVING sum(bytes) <> 0 OR sum(${bytesHi}) <> 0`)
       .raw(true)
       .safeIntegers(true)
-      .all(tenantId, Math.floor(from / 3600)) as bigint[][];
-    const rows = this.#prepare(`SELECT hour, ${cols}, bytes, tail, ${bytesHi}, ${tailHi} FROM inventory_hours WHERE tenant = ? AND hour >= ? AND hour < ?
+      .iterate(tenantId, Math.floor(from / 3600)) as Iterable<[string, bigint, bigint]>;
+    const keyOf = this.#storageKeys();
+    const open: { key: StorageKey; bytes: bigint }[] = [];
+    for (const [key, low, high] of opening) {
+      const bytes = join(low, high);
+      if (bytes !== 0n) open.push({ key: keyOf(key), bytes });
+    }
+    const rows = this.#prepare(`SELECT hour, ${ids}, bytes, tail, ${bytesHi}, ${tailHi} FROM inventory_hours WHERE tenant = ? AND hour >= ? AND hour < ?
   AND (bytes <> 0 OR tail <> 0 OR ${bytesHi} <> 0 OR ${tailHi} <> 0) ORDER BY hour`)
       .raw(true)
       .safeIntegers(true)
-      .all(tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)) as bigint[][];
-    return {
-      opening: opening.map((r) => ({ key: this.#storageKey(r.slice(0, 7)), bytes: join(r[7]!, r[8]!) })).filter((o) => o.bytes !== 0n),
-      deltas: rows
-        .map((r) => ({ hour: Number(r[0]) * 3600, key: this.#storageKey(r.slice(1, 8)), bytes: join(r[8]!, r[10]!), tailByteSeconds: join(r[9]!, r[11]!) }))
-        .filter((d) => d.bytes !== 0n || d.tailByteSeconds !== 0n),
-    };
+      .iterate(tenantId, Math.floor(from / 3600), Math.ceil(to / 3600)) as Iterable<[bigint, string, bigint, bigint, bigint, bigint]>;
+    const deltas: StorageDeltaRow[] = [];
+    // Iterated, not read whole: each row's array is garbage at once, not after the last row is read
+    // (read whole, the rows of a month outlived young collections: their cost grew faster than their number).
+    for (const [hour, key, bytesLow, tailLow, bytesHigh, tailHigh] of rows) {
+      const d = { hour: Number(hour) * 3600, key: keyOf(key), bytes: join(bytesLow, bytesHigh), tailByteSeconds: join(tailLow, tailHigh) };
+      if (d.bytes !== 0n || d.tailByteSeconds !== 0n) deltas.push(d);
+    }
+    return { opening: open, deltas };
   }
 
   storageIntervals(tenantId: number, from: number, to: number, filter: StorageIntervalFilter): StorageInterval[] {
@@ -515,6 +525,11 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
       const ids = filter.buckets.map((b) => this.#dictId(b)).filter((id) => id !== undefined);
       if (ids.length === 0) return [];
       where += ` AND bucket IN (${ids.join(', ')})`;
+    }
+    if (filter.providers !== undefined) {
+      const ids = this.#filterIds('provider', filter.providers);
+      if (ids.length === 0) return [];
+      where += ` AND provider IN (${ids.join(', ')})`;
     }
     if (filter.smallerThan !== undefined) {
       where += ' AND size IS NOT NULL AND size < ?';
@@ -526,12 +541,14 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
     }
     const rows = this.#prepare(`SELECT ${ENTRY_COLUMNS} FROM inventory WHERE tenant = ? AND kind <> 3 AND started < ? AND (ended IS NULL OR ended > ?)${where}`)
       .raw(true)
-      .all(...params) as EntryRow[];
-    return rows.map((r) => {
+      .iterate(...params) as Iterable<EntryRow>;
+    const keyOf = this.#storageKeys();
+    const out: StorageInterval[] = [];
+    for (const r of rows) {
       const e = entryOf(r);
-      return {
+      out.push({
         kind: e.kind as StorageInterval['kind'],
-        key: this.#storageKey([r[11], r[2], r[12], r[13], r[14], r[15], r[10]]),
+        key: keyOf(`${r[11]},${r[2]},${r[12]},${r[13]},${r[14]},${r[15]},${r[10]}`),
         objectKey: e.objectKey ?? '',
         versionId: e.versionId,
         size: e.size,
@@ -539,14 +556,28 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
         end: e.end,
         createdBy: e.createdBy,
         endedBy: e.endedBy,
-      };
-    });
+      });
+    }
+    return out;
   }
 
-  /** [provider, bucket, customer, feature, client_type, client_id, action] ids as a StorageKey. */
-  #storageKey(ids: (number | bigint)[]): StorageKey {
-    const v = (i: number) => this.#text(Number(ids[i]));
-    return { provider: v(0), bucket: v(1), customerId: v(2), featureId: v(3), clientType: v(4), clientId: v(5), action: actionOf(Number(ids[6])) };
+  /**
+   * The StorageKey of 'provider,bucket,customer,feature,client_type,client_id,action' ids, one object
+   * per key for the read: a month's rows name far fewer keys than they are, and the cost feeder
+   * finds a key by its object.
+   */
+  #storageKeys(): (ids: string) => StorageKey {
+    const made = new Map<string, StorageKey>();
+    return (ids) => {
+      let key = made.get(ids);
+      if (key === undefined) {
+        const [provider, bucket, customer, feature, clientType, clientId, action] = ids.split(',').map(Number) as [number, number, number, number, number, number, number];
+        const v = (id: number) => this.#text(id);
+        key = { provider: v(provider), bucket: v(bucket), customerId: v(customer), featureId: v(feature), clientType: v(clientType), clientId: v(clientId), action: actionOf(action) };
+        made.set(ids, key);
+      }
+      return key;
+    };
   }
 
   #record(r: EntryRow): InventoryEntryRecord {
