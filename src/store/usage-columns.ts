@@ -22,6 +22,22 @@ export function idColumns(groupBy: readonly Dimension[], length: number): IdColu
   };
 }
 
+/** The rows at `length`: the first `length` of them, or all and room after (columns filled as rows are read). */
+export function resized(rows: IdColumns, length: number): IdColumns {
+  const copy = <T extends Int32Array | BigInt64Array>(a: T): T => {
+    const b = new (a.constructor as new (n: number) => T)(length);
+    b.set(a.subarray(0, Math.min(a.length, length)) as never);
+    return b;
+  };
+  return {
+    length,
+    window: copy(rows.window),
+    ids: rows.ids.map(copy),
+    // A column past 64 bits is an array: it grows as it is set.
+    measures: rows.measures.map((m) => (m instanceof BigInt64Array ? copy(m) : m.slice(0, length))),
+  };
+}
+
 /**
  * Sets a row's measure. A column given a value past 64 bits becomes a bigint[] (a BigInt64Array
  * would keep it modulo 2^64: a wrong figure): byte sums are wide (store/wide.ts), their totals unbounded.

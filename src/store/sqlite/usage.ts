@@ -6,11 +6,11 @@ import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
 import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { EVERY_TENANT, versionSql } from '../rebuilds.js';
-import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns.js';
+import { dictionaryIds, idColumns, labelled, resized, setMeasure } from '../usage-columns.js';
 import type { Connection } from './connection.js';
 import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
 import { DayChecks } from '../usage-days.js';
-import { integerSums } from './integer-sums.js';
+import { integerRows, integerSums } from './integer-sums.js';
 
 const STATEMENT_CACHE = 200;
 
@@ -77,8 +77,7 @@ export class UsageReader {
       const units = Array.from({ length: count }, (_, w) => first + w);
       const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${measures.join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
-      const raw = integerSums(() => this.#prepare(sql).raw(true).all(tenantId, JSON.stringify(units)) as bigint[][]);
-      return this.#columns(q, raw, first, parts);
+      return this.#columns(q, integerRows(this.#prepare(sql).raw(true).iterate(tenantId, JSON.stringify(units)) as Iterable<bigint[]>), first, parts);
     }
     const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
@@ -106,25 +105,27 @@ GROUP BY i${keys}`;
       ...q.terms.map((term) => JSON.stringify(term.spans.flatMap((s) => pieces(s, PIECE_UNITS[term.shape.grain])))),
       ...q.terms.map(() => tenantId),
     ];
-    const raw = integerSums(() => this.#prepare(sql).raw(true).all(...params) as bigint[][]);
-    return this.#columns(q, raw, 0, parts);
+    return this.#columns(q, integerRows(this.#prepare(sql).raw(true).iterate(...params) as Iterable<bigint[]>), 0, parts);
   }
 
-  /** Raw rows (their window, or unit: the window plus `first`; the groups; the measures, or their `parts`) as columns. */
-  #columns(q: UsageStoreQuery, raw: bigint[][], first: number, parts: boolean): UsageColumns {
+  /** Raw rows (their window, or unit: the window plus `first`; the groups; the measures, or their `parts`) as columns, as they are read. */
+  #columns(q: UsageStoreQuery, raw: Iterable<bigint[]>, first: number, parts: boolean): UsageColumns {
     const n = q.groupBy.length;
-    const rows = idColumns(q.groupBy, raw.length);
-    for (let i = 0; i < raw.length; i++) {
-      const row = raw[i]!;
+    let rows = idColumns(q.groupBy, 1024);
+    let i = 0;
+    for (const row of raw) {
+      if (i === rows.window.length) rows = resized(rows, i * 2);
       rows.window[i] = Number(row[0]) - first;
       for (let g = 0; g < n; g++) rows.ids[g]![i] = Number(row[1 + g]);
       if (!parts) {
         for (let m = 0; m < MEASURES.length; m++) rows.measures[m]![i] = row[1 + n + m]!;
-        continue;
+      } else {
+        const measures = measuresOf(row, 1 + n);
+        for (let m = 0; m < MEASURES.length; m++) setMeasure(rows, m, i, measures[m]!);
       }
-      const measures = measuresOf(row, 1 + n);
-      for (let m = 0; m < MEASURES.length; m++) setMeasure(rows, m, i, measures[m]!);
+      i++;
     }
+    rows = resized(rows, i);
     return labelled(q.groupBy, rows, this.#values(dictionaryIds(q.groupBy, rows)));
   }
 
