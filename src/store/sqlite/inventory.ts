@@ -326,15 +326,7 @@ export class InventoryWriter {
 
   /** A node's bucket by name, as the log keeps it (an event's bucket is a dictionary id, an unknown copy source's `?name`). */
   #names(): (bucket: string) => string {
-    const names = new Map<string, string>();
-    return (bucket) => {
-      let name = names.get(bucket);
-      if (name === undefined) {
-        name = bucket.startsWith('?') ? bucket.slice(1) : (this.#s.dictValue.get(Number(bucket)) as string);
-        names.set(bucket, name);
-      }
-      return name;
-    };
+    return memoized((bucket) => (bucket.startsWith('?') ? bucket.slice(1) : (this.#s.dictValue.get(Number(bucket)) as string)));
   }
 
   #log(tenant: number, events: Map<number, TimelineEvent>, name: (bucket: string) => string): void {
@@ -410,6 +402,19 @@ export class InventoryWriter {
 }
 
 const STATEMENT_CACHE = 100;
+
+/** `make` of each text once: later calls with it get the same value. */
+function memoized<V>(make: (text: string) => V): (text: string) => V {
+  const made = new Map<string, V>();
+  return (text) => {
+    let value = made.get(text);
+    if (value === undefined) {
+      value = make(text);
+      made.set(text, value);
+    }
+    return value;
+  };
+}
 
 /** The reads: storage sums, object listings, lag, and the cost feed; on a reader thread. */
 export class InventoryReader {
@@ -567,17 +572,11 @@ ORDER BY object_key, started DESC, ${rankSql('action')} DESC, created_by DESC`;
    * finds a key by its object.
    */
   #storageKeys(): (ids: string) => StorageKey {
-    const made = new Map<string, StorageKey>();
-    return (ids) => {
-      let key = made.get(ids);
-      if (key === undefined) {
-        const [provider, bucket, customer, feature, clientType, clientId, action] = ids.split(',').map(Number) as [number, number, number, number, number, number, number];
-        const v = (id: number) => this.#text(id);
-        key = { provider: v(provider), bucket: v(bucket), customerId: v(customer), featureId: v(feature), clientType: v(clientType), clientId: v(clientId), action: actionOf(action) };
-        made.set(ids, key);
-      }
-      return key;
-    };
+    return memoized((ids) => {
+      const [provider, bucket, customer, feature, clientType, clientId, action] = ids.split(',').map(Number) as [number, number, number, number, number, number, number];
+      const v = (id: number) => this.#text(id);
+      return { provider: v(provider), bucket: v(bucket), customerId: v(customer), featureId: v(feature), clientType: v(clientType), clientId: v(clientId), action: actionOf(action) };
+    });
   }
 
   #record(r: EntryRow): InventoryEntryRecord {
