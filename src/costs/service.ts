@@ -43,12 +43,13 @@ export const MAX_KEY_HOURS = 50_000_000;
  * reference mix: 3.5M rows for 6 days, 676 MB of heap kept).
  */
 export const KEPT_ROWS = 20_000_000;
-/** Answers (a query's groups of one month) kept per priced month: a dashboard asks a few, again and again. */
-const KEPT_ANSWERS = 16;
+/** Entries kept of answers (a month's groups for a query, or a whole answer): a dashboard asks a few, again and again. */
+const KEPT_ANSWERS = 64;
 /**
- * Rows of whole answers kept, all together, by default: a row is an object of texts (about 760 bytes
- * measured), so sixteen answers of up to MAX_ANSWER_ROWS each would hold gigabytes of the cost
- * thread's heap, whatever keptRows says. An answer larger than this is not kept.
+ * Rows kept of answers, all together, by default: a month's groups for a query (about 750 bytes a
+ * group) and whole answers (merged and sorted, about 660 bytes a row) each count their rows, so
+ * sixteen answers of up to MAX_ANSWER_ROWS each cannot hold gigabytes of the cost thread's heap,
+ * whatever keptRows says. An answer larger than this is not kept.
  */
 export const KEPT_ANSWER_ROWS = 300_000;
 /** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
@@ -184,6 +185,11 @@ function providerPasses(provider: string, filters: UsageRequest['filters']): boo
   return values === undefined || values.some((v) => v !== '' && v === provider);
 }
 
+/** A kept answer (CostService.#answers): a month's groups for a query, or a whole answer's rows. */
+type KeptAnswer = { months: WeakRef<PricedAccount[]>[] } & ({ groups: CostGroups } | { sorted: GroupedCost[] });
+
+const weight = (answer: KeptAnswer | undefined) => (answer === undefined ? 0 : 'groups' in answer ? answer.groups.size : answer.sorted.length);
+
 export interface CostDeps {
   usage: Pick<UsageStore, 'query' | 'version'>;
   /** The object inventory: stored bytes and the intervals behind them. */
@@ -239,14 +245,16 @@ function spend(budget: Budget, keyHours: number, month: string, refusal: (budget
 export class CostService {
   /** Priced account-months, bounded by their rows; each kept with its version (CostService.#version). */
   readonly #kept: KeptAnswers<PricedAccount[]>;
-  /** Per priced month (while it lives), the groups of the last answers asked of it. */
-  readonly #grouped = new WeakMap<PricedAccount[], Map<string, CostGroups>>();
   /**
-   * The last answers whole (their months' groups merged and sorted), each with the priced months it
-   * was made from: reused while every one of them is still the one kept (not holding them alive).
+   * Answers kept for asking again, least recently kept out first, each with the priced months it was
+   * made from: reused while every one of them is still the one kept (not holding them alive). Two
+   * kinds, by id: a month's groups for a query (merged with the other months' into an answer: a
+   * month priced again leaves the others' reused) and whole answers (the months' groups merged and
+   * sorted). Bounded together by their rows (keptAnswerRows): a group weighs about what an
+   * answer's row does, and uncounted, the groups of 8 hourly answers held 412 MB (review).
    */
-  readonly #answers = new Map<string, { months: WeakRef<PricedAccount[]>[]; groups: GroupedCost[] }>();
-  /** The rows of #answers, all together (bounded by keptAnswerRows). */
+  readonly #answers = new Map<string, KeptAnswer>();
+  /** The rows of #answers, all together. */
   #answerRows = 0;
   /**
    * Months past the bound with the whole of it (as priceMonth's ids), by the version they were
@@ -306,24 +314,21 @@ export class CostService {
     const months: PricedAccount[][] = [];
     for (const month of monthsOf(request.from, request.to)) {
       const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
-      let answers = this.#grouped.get(accounts);
-      if (answers === undefined) {
-        answers = new Map();
-        this.#grouped.set(accounts, answers);
-      }
-      let groups = answers.get(answer);
+      const monthId = `${tenantId}\u0000${month}\u0000${answer}`;
+      const kept = this.#keptAnswer(monthId, [accounts]);
+      let groups = kept !== undefined && 'groups' in kept ? kept.groups : undefined;
       if (groups === undefined) {
-        groups = new Map();
+        const made: CostGroups = new Map();
         for (const account of accounts) {
           if (!providerPasses(account.provider, request.filters)) continue;
           const range = { from: request.from, to: request.to, filter: keyFilter(account.priced.keys.labels, request.filters) };
           // Stopped part way: not kept. The month's groups count against what the months before left (a window
           // across two months counts in both: refused a little early near the bound, never late).
-          const whole = addCostColumns(groups, account.provider, account.priced, range, request.groupBy as CostDimension[], windowOf, starts, windowEnds, most - merged.size);
+          const whole = addCostColumns(made, account.provider, account.priced, range, request.groupBy as CostDimension[], windowOf, starts, windowEnds, most - merged.size);
           if (!whole) throw tooMany();
         }
-        if (answers.size >= KEPT_ANSWERS) answers.delete(answers.keys().next().value!);
-        answers.set(answer, groups);
+        this.#keepAnswer(monthId, { months: [new WeakRef(accounts)], groups: made });
+        groups = made;
       }
       mergeCosts(merged, groups);
       if (merged.size > most) throw tooMany();
@@ -331,12 +336,11 @@ export class CostService {
     }
     // The whole answer, sorted, as made from these very months before; else sorted now and kept.
     const id = `${tenantId}\u0000${answer}`;
-    const kept = this.#answers.get(id);
-    let groups: GroupedCost[];
-    if (kept !== undefined && kept.months.length === months.length && kept.months.every((m, i) => m.deref() === months[i])) groups = kept.groups;
-    else {
+    const kept = this.#keptAnswer(id, months);
+    let groups = kept !== undefined && 'sorted' in kept ? kept.sorted : undefined;
+    if (groups === undefined) {
       groups = groupedCosts(merged);
-      this.#keepAnswer(id, { months: months.map((m) => new WeakRef(m)), groups });
+      this.#keepAnswer(id, { months: months.map((m) => new WeakRef(m)), sorted: groups });
     }
     const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
     const page: CostRowOut[] = [];
@@ -396,18 +400,26 @@ export class CostService {
     return accounts;
   }
 
-  /** Keeps a whole answer, the oldest dropped while there are too many or their rows pass the bound. */
-  #keepAnswer(id: string, answer: { months: WeakRef<PricedAccount[]>[]; groups: GroupedCost[] }): void {
+  /** A kept answer of `id`, if it was made from exactly these months (each still the one priced). */
+  #keptAnswer(id: string, months: readonly PricedAccount[][]): KeptAnswer | undefined {
+    const kept = this.#answers.get(id);
+    if (kept === undefined || kept.months.length !== months.length || !kept.months.every((m, i) => m.deref() === months[i])) return undefined;
+    return kept;
+  }
+
+  /** Keeps an answer, the oldest dropped while there are too many or their rows pass the bound. */
+  #keepAnswer(id: string, answer: KeptAnswer): void {
     const drop = (key: string) => {
-      this.#answerRows -= this.#answers.get(key)?.groups.length ?? 0;
+      this.#answerRows -= weight(this.#answers.get(key));
       this.#answers.delete(key);
     };
     drop(id);
     const most = this.deps.keptAnswerRows ?? KEPT_ANSWER_ROWS;
-    if (answer.groups.length > most) return;
-    while (this.#answers.size > 0 && (this.#answers.size >= KEPT_ANSWERS || this.#answerRows + answer.groups.length > most)) drop(this.#answers.keys().next().value!);
+    const rows = weight(answer);
+    if (rows > most) return;
+    while (this.#answers.size > 0 && (this.#answers.size >= KEPT_ANSWERS || this.#answerRows + rows > most)) drop(this.#answers.keys().next().value!);
     this.#answers.set(id, answer);
-    this.#answerRows += answer.groups.length;
+    this.#answerRows += rows;
   }
 
   #refuse(id: string, refusal: { version: DataVersion; grows: boolean }): void {
