@@ -10,7 +10,7 @@
  * `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), idleMs, alone }.
  */
 import { loadavg } from 'node:os';
-import { runBench, startBucketmeter } from './proc.js';
+import { getCosts, runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
 interface Spec {
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   try {
     const idle = spec.alone === true ? { usage: [], ingest: [] } : await others(new Promise((done) => setTimeout(done, spec.idleMs ?? 5000)));
     const started = process.hrtime.bigint();
-    const cost = fetch(`${server.url}/v1/costs?${range}&granularity=day&groupBy=customerId`, { headers }).then(async (response) => {
+    const cost = getCosts(`${server.url}/v1/costs?${range}&granularity=day&groupBy=customerId`, headers).then(async (response) => {
       const body = await response.text();
       if (response.status !== 200) throw new Error(`cost: ${response.status} ${body.slice(0, 500)}`);
       return Number(process.hrtime.bigint() - started) / 1e6;

@@ -6,13 +6,15 @@
  *   answer is priced again (the month it did not touch is reused, as in production);
  * - warm: the same answer again, every month kept (what a dashboard's repeated reads cost);
  * - the FOCUS export of the last day of the range (rows/s = CSV lines over the p50).
+ * A month still being priced past the server's bound is answered 503 BM_ERR_COST_NOT_READY: asked
+ * again after its Retry-After, the waits counted in the time (so a first answer is known to ±10 s).
  * With each: the server's CPU seconds over it (/proc, every thread) and its peak resident memory.
  * Prints one `BENCH {...}` line. `spec`: { dir (SQLite) or databaseUrl, key, now (the loader's), runs, coldRuns,
  * args (the server's, e.g. a longer --request-timeout-ms: a first month at 10M events prices for
  * minutes, and the server closes a connection after twice that timeout) }.
  */
 import { Agent, setGlobalDispatcher } from 'undici';
-import { MemorySampler, cpuSeconds, runBench, startBucketmeter } from './proc.js';
+import { MemorySampler, cpuSeconds, getCosts, runBench, startBucketmeter } from './proc.js';
 import { median } from './stats.js';
 
 interface Spec {
@@ -38,7 +40,7 @@ async function main(): Promise<void> {
   const timeGet = async (query: string): Promise<{ ms: number; body: string; cpuS: number }> => {
     const cpu = cpuSeconds(server.pid);
     const started = process.hrtime.bigint();
-    const response = await fetch(`${server.url}/v1/costs?${query}`, { headers });
+    const response = await getCosts(`${server.url}/v1/costs?${query}`, headers);
     const body = await response.text();
     if (response.status !== 200) throw new Error(`${query}: ${response.status} ${body.slice(0, 500)}`);
     return { ms: Number(process.hrtime.bigint() - started) / 1e6, body, cpuS: cpuSeconds(server.pid) - cpu };
@@ -46,7 +48,7 @@ async function main(): Promise<void> {
   /** The FOCUS CSV's lines, counted as the body streams in: at 1M events a day of it passes the longest string V8 makes. */
   const timeLines = async (query: string): Promise<{ ms: number; lines: number }> => {
     const started = process.hrtime.bigint();
-    const response = await fetch(`${server.url}/v1/costs?${query}`, { headers });
+    const response = await getCosts(`${server.url}/v1/costs?${query}`, headers);
     if (response.status !== 200) throw new Error(`${query}: ${response.status} ${(await response.text()).slice(0, 500)}`);
     let lines = 0;
     for await (const chunk of response.body as AsyncIterable<Uint8Array>) {

@@ -197,6 +197,20 @@ export async function startBaseline(cpu: number | undefined, script: string, nod
 }
 
 /** A `BENCH {...}` line of a bench child (loadgen.ts, raw-insert.ts) with this event. */
+/**
+ * GET /v1/costs as a client does: a 503 BM_ERR_COST_NOT_READY (months still being priced past the
+ * server's bound, the pricing going on) asked again after its Retry-After. Any other reply returned.
+ */
+export async function getCosts(url: string, headers: Record<string, string>): Promise<Response> {
+  for (;;) {
+    const response = await fetch(url, { headers });
+    if (response.status !== 503) return response;
+    const body = await response.text();
+    if (!body.includes('"BM_ERR_COST_NOT_READY"')) return new Response(body, { status: response.status, headers: response.headers });
+    await new Promise((done) => setTimeout(done, Number(response.headers.get('retry-after') ?? 10) * 1000));
+  }
+}
+
 export async function benchMessage<T>(child: Child, event: string, timeoutMs: number): Promise<T> {
   const match = await child.waitFor(new RegExp(`^BENCH (\\{"event":"${event}".*)$`, 'm'), timeoutMs);
   return JSON.parse(match[1]!) as T;

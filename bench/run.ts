@@ -25,7 +25,7 @@ import { Client } from 'pg';
 import type { LoadResult, LoadSpec } from './loadgen.js';
 import { NOISY_CORES, phases, STREAMS } from './phases.js';
 import type { Phase } from './phases.js';
-import { ALL_CPUS, coreShares, coreTimes, cpuSeconds, MemorySampler, pinMainThreadOnly, threadAffinity, threadCpuSeconds, threadSplit, ROOT, benchMessage, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
+import { ALL_CPUS, coreShares, coreTimes, cpuSeconds, MemorySampler, pinMainThreadOnly, threadAffinity, threadCpuSeconds, threadSplit, ROOT, benchMessage, getCosts, setNiceness, spawnNode, startBaseline, startBucketmeter, TASKSET } from './proc.js';
 import type { Child, CoreTimes, PinMode } from './proc.js';
 import { timeOverview } from './overview.js';
 import type { OverviewTiming } from './overview.js';
@@ -467,7 +467,7 @@ async function timeCosts(server: { url: string; key: string }, from: string, to:
     let refused: string | undefined;
     for (let run = 0; run < runs + 1; run++) {
       const started = process.hrtime.bigint();
-      const response = await fetch(`${server.url}/v1/costs?${q.query}`, { headers: { 'x-api-key': server.key } });
+      const response = await getCosts(`${server.url}/v1/costs?${q.query}`, { 'x-api-key': server.key });
       if (response.status !== 200) {
         const body = await response.text();
         // Past the per-request bound: a figure of its own, not a failed run.

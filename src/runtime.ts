@@ -184,7 +184,9 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
   loadPricing(config);
   const usage = new UsageService(store.usage, store.inventory, { rows: config.usageKeptRows });
-  const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb });
+  // Answered within a usage read's bound too: past it 503 with Retry-After, the pricing going on.
+  const answerWithinMs = Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs);
+  const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb, answerWithinMs });
   const app = await buildHttpServer({
     logger,
     ingest,

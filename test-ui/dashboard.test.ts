@@ -605,6 +605,35 @@ for (const backend of ['sqlite']) {
       await finish({ page, problems });
     });
 
+    it('costs not priced yet (503 BM_ERR_COST_NOT_READY): the panel says so, the view is ready meanwhile, and it asks again after Retry-After and draws', async () => {
+      assert.ok(features.costs, 'this server offers /v1/costs');
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/costs\?|status of 503/ });
+      await ready(page);
+      // The cost chart's read answered as a server still pricing the month does, the first two times.
+      let refused = 0;
+      const chart = (url: URL) => url.pathname === '/v1/costs' && url.searchParams.get('groupBy') === 'provider' && url.searchParams.get('granularity') === 'day';
+      await page.route(chart, (route) => {
+        if (refused === 2) return void route.continue();
+        refused++;
+        const code = 'BM_ERR_COST_NOT_READY';
+        const body = { type: `urn:bucketmeter:error:${code}`, title: ERRORS[code].title, status: 503, detail: 'The costs asked for were not priced within 20 s.', code, instance: '/v1/costs' };
+        void route.fulfill({ status: 503, headers: { 'content-type': 'application/problem+json; charset=utf-8', 'retry-after': '1' }, body: JSON.stringify(body) });
+      });
+      await page.click('nav a[data-view="overview"]');
+      await ready(page);
+      assert.equal(
+        await page.textContent('[data-slot="cost-chart"]'),
+        'Costs not priced yet: the server is pricing these months for the first time since they changed (minutes on a large store). Asking again in 1 s.',
+      );
+      assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 0, 'not shown as a failure');
+      await page.waitForSelector('[data-slot="cost-chart"] canvas', { timeout: 20_000 });
+      assert.equal(refused, 2, 'asked again after each 503');
+      const rows = (await api('/v1/costs?from=2026-10-01T00:00:00Z&to=2026-10-15T00:00:00Z&granularity=day&groupBy=provider')).rows;
+      assert.ok(rows.length > 0);
+      assert.ok((await painted(page, 'cost')).points > 0, 'drawn with data');
+      await finish({ page, problems });
+    });
+
     const onPostgres = process.env.TEST_DATABASE_URL ? {} : { skip: 'TEST_DATABASE_URL is not set: PostgreSQL run SKIPPED' };
     it('a filter changed while its read waits (PostgreSQL): the server drops the read left, and the new filter shows its own events', onPostgres, async () => {
       const { url } = await scratchDatabase();

@@ -17,11 +17,13 @@ export function clearKey() {
 }
 
 export class ApiError extends Error {
-  constructor(status, problem) {
+  /** `retryAfter`: the reply's Retry-After, in seconds (undefined without one). */
+  constructor(status, problem, retryAfter = undefined) {
     super(problem?.detail ?? `HTTP ${status}`);
     this.status = status;
     this.code = problem?.code;
     this.problem = problem;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -75,7 +77,10 @@ export async function get(path, params = {}, signal) {
     // A reply that is not JSON (a proxy's error page) still has its status; a body cut off is no answer.
     if (!(error instanceof SyntaxError)) throw unreached(error);
   }
-  if (!response.ok) throw new ApiError(response.status, body);
+  if (!response.ok) {
+    const retryAfter = Number.parseInt(response.headers.get('retry-after') ?? '', 10);
+    throw new ApiError(response.status, body, Number.isFinite(retryAfter) ? retryAfter : undefined);
+  }
   return body;
 }
 

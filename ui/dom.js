@@ -25,11 +25,12 @@ export function notice(text, kind = '') {
 
 /**
  * A failed read's notice; with a Retry button (`retry` called) when asking again may succeed: no
- * answer came, or the read ran out of time on a busy server (a cost too large to price would not).
+ * answer came, or the read ran out of time on a busy server or before its months were priced (a
+ * cost too large to price would not).
  */
 export function failure(error, retry) {
   const shown = notice(failureMessage(error), 'error');
-  const again = error instanceof Unreachable || (error instanceof ApiError && error.code === 'BM_ERR_QUERY_TIMEOUT');
+  const again = error instanceof Unreachable || (error instanceof ApiError && (error.code === 'BM_ERR_QUERY_TIMEOUT' || error.code === 'BM_ERR_COST_NOT_READY'));
   if (again) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
   return shown;
 }

@@ -90,8 +90,24 @@ async function fill(el, ctx, work) {
     if (!ctx.signal.aborted) el.replaceChildren(...[content].flat());
   } catch (error) {
     if (error.status === 401 || error.status === 403) throw error;
-    if (!ctx.signal.aborted) el.replaceChildren(failure(error, ctx.retry));
+    if (ctx.signal.aborted) return;
+    if (error.code === 'BM_ERR_COST_NOT_READY') askAgain(el, ctx, work, error.retryAfter ?? 10);
+    else el.replaceChildren(failure(error, ctx.retry));
   }
+}
+
+/**
+ * Costs the server is still pricing (a large month's first pricing takes minutes, and goes on after
+ * its 503): the slot says so and asks again after Retry-After, for as long as this view is shown.
+ * The rest of the view is not held back by it.
+ */
+function askAgain(el, ctx, work, seconds) {
+  el.replaceChildren(notice(`Costs not priced yet: the server is pricing these months for the first time since they changed (minutes on a large store). Asking again in ${seconds} s.`, 'pending'));
+  const timer = setTimeout(() => {
+    // A key revoked meanwhile: the whole view again, which signs out.
+    fill(el, ctx, work).catch(() => ctx.retry());
+  }, seconds * 1000);
+  ctx.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
 }
 
 function usageColumns(measures, shareOf, total) {

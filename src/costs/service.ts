@@ -52,6 +52,12 @@ const KEPT_ANSWERS = 64;
  * whatever keptRows says. An answer larger than this is not kept.
  */
 export const KEPT_ANSWER_ROWS = 300_000;
+/**
+ * Months priced at once by a cost thread; a request for another month waits its turn. Each holds a
+ * month's quantities while it prices, and one pricing goes on after its requests left (while it can
+ * still be kept), so without a bound requests given up on would pile pricings up.
+ */
+const MAX_PRICINGS = 2;
 /** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
 const KEPT_REFUSALS = 1024;
 /** A month's requests and egress are read a day at a time, so that the bound refuses it after the day that passes it. */
@@ -242,6 +248,12 @@ function spend(budget: Budget, keyHours: number, month: string, refusal: (budget
   if (budget.left < 0) throw refusal(budget, month);
 }
 
+/** A month being priced, and the requests waiting for it (each gone once its flag is set). */
+interface MonthPricing {
+  readonly waiting: Cancelled[];
+  accounts: Promise<PricedAccount[]>;
+}
+
 export class CostService {
   /** Priced account-months, bounded by their rows; each kept with its version (CostService.#version). */
   readonly #kept: KeptAnswers<PricedAccount[]>;
@@ -266,6 +278,10 @@ export class CostService {
    * visit, and each refusal read the month's usage first (seconds at 10M events).
    */
   readonly #refused = new Map<string, { version: DataVersion; grows: boolean }>();
+  /** Months being priced, by priceMonth's id and version: at most MAX_PRICINGS at once. */
+  readonly #pricings = new Map<string, MonthPricing>();
+  /** Requests waiting for a pricing to end before they start theirs. */
+  readonly #turns: (() => void)[] = [];
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
@@ -371,20 +387,73 @@ export class CostService {
     checkpoint(budget);
     const version = await this.#version(tenantId, end);
     const key = versionKey(version);
-    const kept = this.#kept.get(tenantId, id, key);
-    if (kept !== undefined) return kept;
-    const refused = this.#refused.get(id);
-    if (
-      refused !== undefined &&
-      refused.version.rebuilds === version.rebuilds &&
-      (refused.version.events === version.events || (refused.grows && version.events > refused.version.events))
-    ) {
-      throw tooLarge(budget, month);
+    const pricingId = `${id}\u0000${key}`;
+    for (;;) {
+      const kept = this.#kept.get(tenantId, id, key);
+      if (kept !== undefined) return kept;
+      const refused = this.#refused.get(id);
+      if (
+        refused !== undefined &&
+        refused.version.rebuilds === version.rebuilds &&
+        (refused.version.events === version.events || (refused.grows && version.events > refused.version.events))
+      ) {
+        throw tooLarge(budget, month);
+      }
+      // The same month at the same version, priced for another request: waited for, not priced twice.
+      const running = this.#pricings.get(pricingId);
+      if (running !== undefined) {
+        running.waiting.push(budget.cancelled);
+        return await running.accounts;
+      }
+      if (this.#pricings.size < MAX_PRICINGS) break;
+      await new Promise<void>((turn) => this.#turns.push(turn));
+      checkpoint(budget);
     }
+    // Its own budget, from what the request has left: it goes on after the request left (below).
+    const own: Budget = { left: budget.left, limit: budget.limit, cancelled: () => false };
+    const pricing: MonthPricing = { waiting: [budget.cancelled], accounts: Promise.resolve([]) };
+    /**
+     * Whether to go on: while a request waits for it, or else while what it prices is still the month's
+     * latest version, so that it will be kept (a request that ran out of time, or whose client left,
+     * is answered from it when asked again). Once the month has changed and nobody waits, it stops.
+     */
+    const wanted = async () => {
+      if (pricing.waiting.some((left) => !left())) return;
+      if (this.deps.keptRows === 0 || versionKey(await this.#version(tenantId, end)) !== key) {
+        throw new ReadAbortedError('the cost request was abandoned: its caller left, and the month it priced has changed since');
+      }
+    };
+    pricing.accounts = this.#priceVersion(tenantId, month, id, version, complete, providers, own, wanted);
+    this.#pricings.set(pricingId, pricing);
+    // Nobody may be left to await it; its failure is each waiting request's, never an unhandled rejection.
+    pricing.accounts
+      .catch(() => {})
+      .finally(() => {
+        this.#pricings.delete(pricingId);
+        for (const turn of this.#turns.splice(0)) turn();
+      });
+    const accounts = await pricing.accounts;
+    budget.left = own.left;
+    return accounts;
+  }
+
+  /** Prices one month at `version` (read before) and keeps it if the version read after agrees. */
+  async #priceVersion(
+    tenantId: number,
+    month: string,
+    id: string,
+    version: DataVersion,
+    complete: boolean,
+    providers: readonly string[] | undefined,
+    budget: Budget,
+    wanted: () => Promise<void>,
+  ): Promise<PricedAccount[]> {
+    const { end } = monthBounds(month);
+    const key = versionKey(version);
     const whole = budget.left === budget.limit;
     let accounts: PricedAccount[];
     try {
-      accounts = await this.#price(tenantId, month, complete, providers, budget);
+      accounts = await this.#price(tenantId, month, complete, providers, budget, wanted);
     } catch (err) {
       const grows = err instanceof UsageTooLarge;
       if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE') {
@@ -437,7 +506,7 @@ export class CostService {
     return timed(this.deps.usage.version(tenantId, end / DAY));
   }
 
-  async #price(tenantId: number, month: string, complete: boolean, providers: readonly string[] | undefined, budget: Budget): Promise<PricedAccount[]> {
+  async #price(tenantId: number, month: string, complete: boolean, providers: readonly string[] | undefined, budget: Budget, wanted: () => Promise<void>): Promise<PricedAccount[]> {
     const { book, assignment } = this.deps.pricing;
     const { start, end } = monthBounds(month);
     const accounts = new Map<string, Account>();
@@ -461,18 +530,18 @@ export class CostService {
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
       // Windows numbered from 0 in each read: so its hours are one run of units, read row for row (directWindows).
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
-      checkpoint(budget);
+      await wanted();
       const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
       // Counted before its rows are added: a day past the bound is not.
       spend(budget, usage.length, month, (b, m) => new UsageTooLarge(b, m));
       addUsage(usage, (window) => bounds[first + window]! * HOUR, labels, accountOf);
     }
 
-    await this.#addStorage(tenantId, start, end, accountOf, accounts, budget, month);
+    await this.#addStorage(tenantId, start, end, accountOf, accounts, budget, month, wanted);
 
     const out: PricedAccount[] = [];
     for (const a of accounts.values()) {
-      checkpoint(budget);
+      await wanted();
       const runs = a.storage.runs();
       spend(budget, runs.length, month);
       // A run is a KeyHour as it is (its StorageKey an Attribution with a provider): no copy of millions.
@@ -495,6 +564,7 @@ export class CostService {
     accounts: ReadonlyMap<string, Account>,
     budget: Budget,
     month: string,
+    wanted: () => Promise<void>,
   ): Promise<void> {
     const feed = this.deps.storage;
     const route = <T extends { key: StorageKey }>(items: readonly T[], create = false) => {
@@ -508,7 +578,7 @@ export class CostService {
       }
       return byAccount;
     };
-    checkpoint(budget);
+    await wanted();
     // In a block: the feed's rows (millions of objects at 10M events) are garbage once they are levels.
     const { used, bucketsOf } = await (async () => {
       const live = await feed.storageDeltas(tenantId, start, end);
@@ -533,7 +603,7 @@ export class CostService {
     // the other intervals would add nothing (most of a month's ended versions, where only one provider has a minimum duration).
     const providersWith = (f: (p: PricePlan) => number) => [...new Set([...accounts.values()].filter((a) => a.versions.some((p) => f(p) > 0)).map((a) => a.provider))];
     const smallest = most((p) => p.storage.minimumObjectBytes);
-    checkpoint(budget);
+    await wanted();
     if (smallest > 0) {
       // From a second before the month: one ended at its first instant is still in the 00:00 snapshot.
       const filter = { smallerThan: BigInt(smallest), providers: providersWith((p) => p.storage.minimumObjectBytes) };
@@ -542,7 +612,7 @@ export class CostService {
       }
     }
     const youngest = most((p) => p.storage.minimumDays);
-    checkpoint(budget);
+    await wanted();
     if (youngest > 0) {
       // From a second before the month: a version ended at its first instant is alive in [start - 1, end).
       const filter = { endedYoungerThan: youngest * DAY, providers: providersWith((p) => p.storage.minimumDays) };
@@ -554,7 +624,7 @@ export class CostService {
       }
     }
     const peaked = priced.filter((a) => a.versions[0]!.storage.metering === 'daily-peak');
-    checkpoint(budget);
+    await wanted();
     if (peaked.length > 0) {
       const buckets = [...new Set(peaked.flatMap((a) => [...(bucketsOf.get(a) ?? [])]))];
       for (const [a, list] of route(await feed.storageIntervals(tenantId, start, end, { buckets }))) {

@@ -22,6 +22,14 @@ import { fromWire, toWire } from './protocol.js';
 
 /** A cancel flag the cost thread can read while it prices (protocol.ts). */
 const flag = () => new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+/** When to ask again for costs still being priced. */
+const NOT_READY_RETRY_AFTER_SECONDS = 10;
+const notReady = (ms: number) =>
+  new BmError(
+    'BM_ERR_COST_NOT_READY',
+    `The costs asked for were not priced within ${(ms / 1000).toLocaleString('en')} s: a month's first pricing after it changed can take minutes on a large store. The pricing goes on; ask again after Retry-After.`,
+    { retryAfter: NOT_READY_RETRY_AFTER_SECONDS },
+  );
 const abandoned = () => asQueryTimeout(new ReadAbortedError('the cost request was abandoned: its caller left'));
 
 /** How long a closing thread may take to close its reads before it is stopped. */
@@ -74,7 +82,8 @@ export class CostThread {
 
   constructor(
     private readonly source: ThreadReadsSource,
-    private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'> & { costHeapMb?: number },
+    /** `answerWithinMs`: how long a request waits for its answer before BM_ERR_COST_NOT_READY (default: for good). */
+    private readonly pricing: Pick<Config, 'prices' | 'bucketPlans'> & { costHeapMb?: number; answerWithinMs?: number },
     private readonly workerUrl = new URL('./worker.js', import.meta.url),
   ) {}
 
@@ -122,13 +131,26 @@ export class CostThread {
     if (this.#closed) return Promise.reject(new Error('the cost thread is closed'));
     if (signal?.aborted) return Promise.reject(abandoned());
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      /** The request leaves: its own steps stop (a month it began pricing goes on while it can be kept: CostService). */
+      const leave = (reason: unknown) => {
         Atomics.store(message.cancelled, 0, 1);
         // Its answer, if the thread still sends one, finds no job.
-        if (this.#jobs.delete(message.id)) reject(abandoned());
+        if (this.#jobs.delete(message.id)) {
+          settle();
+          reject(reason);
+        }
         this.#refIfBusy();
       };
-      const settle = () => signal?.removeEventListener('abort', onAbort);
+      const onAbort = () => leave(abandoned());
+      const within = this.pricing.answerWithinMs;
+      // A first pricing of a large month takes minutes: a request is answered 503 rather than held
+      // until a proxy or the server's idle timeout cuts it, and asked again it finds the month kept.
+      const timer = within === undefined ? undefined : setTimeout(() => leave(notReady(within)), within);
+      timer?.unref();
+      const settle = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#jobs.set(message.id, {
         resolve: (answer) => {
