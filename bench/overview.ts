@@ -69,7 +69,11 @@ export async function timeOverview(server: { url: string; key: string }, fromDay
         // time their first numbers only.
         const ready = allReached
           ? await page
-              .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' ? performance.now() : false), undefined, { timeout: PANELS_TIMEOUT_MS, polling: 20 })
+              // Ready, and no panel still waiting for its months to be priced (it asks again by itself).
+              .waitForFunction(() => (document.querySelector('main')?.dataset.state === 'ready' && document.querySelector('main .notice.pending') === null ? performance.now() : false), undefined, {
+                timeout: PANELS_TIMEOUT_MS,
+                polling: 20,
+              })
               .then((handle) => handle.jsonValue() as Promise<number>)
               .catch(() => undefined)
           : undefined;
