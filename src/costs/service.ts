@@ -251,7 +251,11 @@ function spend(budget: Budget, keyHours: number, month: string, refusal: (budget
 /** A month being priced, and the requests waiting for it (each gone once its flag is set). */
 interface MonthPricing {
   readonly waiting: Cancelled[];
+  /** The key-hours it began with: what the request that began it had left. */
+  readonly left: number;
   accounts: Promise<PricedAccount[]>;
+  /** Settled once it is out of CostService.#pricings and the requests waiting a turn were woken. */
+  ended: Promise<void>;
 }
 
 export class CostService {
@@ -403,7 +407,16 @@ export class CostService {
       const running = this.#pricings.get(pricingId);
       if (running !== undefined) {
         running.waiting.push(budget.cancelled);
-        return await running.accounts;
+        try {
+          return await running.accounts;
+        } catch (err) {
+          // Refused with less of the bound than this request has left (the request that began it had
+          // spent on other months): this request prices the month with its own.
+          if (!(err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE' && running.left < budget.left)) throw err;
+        }
+        await running.ended;
+        checkpoint(budget);
+        continue;
       }
       if (this.#pricings.size < MAX_PRICINGS) break;
       await new Promise<void>((turn) => this.#turns.push(turn));
@@ -411,7 +424,7 @@ export class CostService {
     }
     // Its own budget, from what the request has left: it goes on after the request left (below).
     const own: Budget = { left: budget.left, limit: budget.limit, cancelled: () => false };
-    const pricing: MonthPricing = { waiting: [budget.cancelled], accounts: Promise.resolve([]) };
+    const pricing: MonthPricing = { waiting: [budget.cancelled], left: budget.left, accounts: Promise.resolve([]), ended: Promise.resolve() };
     /**
      * Whether to go on: while a request waits for it, or else while what it prices is still the month's
      * latest version, so that it will be kept (a request that ran out of time, or whose client left,
@@ -426,8 +439,11 @@ export class CostService {
     pricing.accounts = this.#priceVersion(tenantId, month, id, version, complete, providers, own, wanted);
     this.#pricings.set(pricingId, pricing);
     // Nobody may be left to await it; its failure is each waiting request's, never an unhandled rejection.
-    pricing.accounts
-      .catch(() => {})
+    pricing.ended = pricing.accounts
+      .then(
+        () => {},
+        () => {},
+      )
       .finally(() => {
         this.#pricings.delete(pricingId);
         for (const turn of this.#turns.splice(0)) turn();
