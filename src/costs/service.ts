@@ -284,8 +284,8 @@ export class CostService {
   readonly #refused = new Map<string, { version: DataVersion; grows: boolean }>();
   /** Months being priced, by priceMonth's id and version: at most MAX_PRICINGS at once. */
   readonly #pricings = new Map<string, MonthPricing>();
-  /** Requests waiting for a pricing to end before they start theirs. */
-  readonly #turns: (() => void)[] = [];
+  /** Requests waiting for a pricing to end before they start theirs (each gone once its flag is set). */
+  readonly #turns: { wake: () => void; left: Cancelled }[] = [];
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
@@ -419,7 +419,7 @@ export class CostService {
         continue;
       }
       if (this.#pricings.size < MAX_PRICINGS) break;
-      await new Promise<void>((turn) => this.#turns.push(turn));
+      await new Promise<void>((wake) => this.#turns.push({ wake, left: budget.cancelled }));
       checkpoint(budget);
     }
     // Its own budget, from what the request has left: it goes on after the request left (below).
@@ -435,6 +435,12 @@ export class CostService {
       if (this.deps.keptRows === 0 || versionKey(await this.#version(tenantId, end)) !== key) {
         throw new ReadAbortedError('the cost request was abandoned: its caller left, and the month it priced has changed since');
       }
+      // Pricings nobody waits for never hold every turn from a request that waits (requests whose
+      // clients left at once, of another tenant maybe, would otherwise hold it for minutes): one stops.
+      const orphan = (p: MonthPricing) => !p.waiting.some((left) => !left());
+      if (this.#pricings.size >= MAX_PRICINGS && [...this.#pricings.values()].every(orphan) && this.#turns.some((turn) => !turn.left())) {
+        throw new ReadAbortedError('the cost request was abandoned: its caller left, and another request waits for its turn');
+      }
     };
     pricing.accounts = this.#priceVersion(tenantId, month, id, version, complete, providers, own, wanted);
     this.#pricings.set(pricingId, pricing);
@@ -446,7 +452,7 @@ export class CostService {
       )
       .finally(() => {
         this.#pricings.delete(pricingId);
-        for (const turn of this.#turns.splice(0)) turn();
+        for (const turn of this.#turns.splice(0)) turn.wake();
       });
     const accounts = await pricing.accounts;
     budget.left = own.left;
