@@ -77,6 +77,9 @@ const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
  * --request-timeout-ms), up to FOLD_BEFORE_READ_MS, then answers 503 while the background fold works
  * it off. A command has no background fold: its reads fold whatever is pending (`serve: false`).
  */
+/** How long before the server's idle timeout a cost request still being priced is answered 503. */
+const COST_ANSWER_MARGIN_MS = 5000;
+
 export async function openStore(config: Config, logger: Logger, options: { create: boolean; serve?: boolean } = { create: true, serve: true }): Promise<Store> {
   const usage = process.env[BENCH_NO_USAGE] !== '1';
   const foldBeforeReadMs = options.serve === true ? Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs) : Number.POSITIVE_INFINITY;
@@ -184,8 +187,11 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   // Checked here, so that a node never starts on a broken catalogue; the cost thread loads its own.
   loadPricing(config);
   const usage = new UsageService(store.usage, store.inventory, { rows: config.usageKeptRows });
-  // Answered within a usage read's bound too: past it 503 with Retry-After, the pricing going on.
-  const answerWithinMs = Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs);
+  // Past this a cost request gets 503 with Retry-After, the pricing going on: just before the server's
+  // idle timeout (twice --request-timeout-ms, which would cut it with no answer). Not sooner: for the
+  // current month of a tenant still sending events, a pricing nobody waits for stops (its month has
+  // changed), so a month priced in under this is answered only by the request that waits for it.
+  const answerWithinMs = Math.max(1000, 2 * config.requestTimeoutMs - COST_ANSWER_MARGIN_MS);
   const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb, answerWithinMs });
   const app = await buildHttpServer({
     logger,
