@@ -17,6 +17,13 @@ interface Setting {
 }
 
 const MiB = 1024 * 1024;
+/**
+ * The least --cost-heap-mb (0, automatic, aside): the cost thread's own 16 MB, and bounds derived
+ * from it (78k quantities, 113k kept fine rows, 19k kept answer rows) that still price and keep a
+ * small month (300 customers, 22k quantities, priced in 16 MB; docs/BENCHMARKS.md "The cost
+ * thread's memory bounds").
+ */
+export const MIN_COST_HEAP_MB = 128;
 
 export const SETTINGS = {
   port: { flag: 'port', env: 'PORT', kind: 'int', default: 8080, min: 0, max: 65535, doc: 'TCP port to listen on (0 = any free port).' },
@@ -42,7 +49,7 @@ export const SETTINGS = {
   keyCacheSeconds: { flag: 'key-cache-seconds', env: 'BUCKETMETER_KEY_CACHE_SECONDS', kind: 'int', default: 2, min: 0, doc: 'How long a key lookup is cached; a revoked key stops working within this time.' },
   readBudgetMs: { flag: 'read-budget-ms', env: 'BUCKETMETER_READ_BUDGET_MS', kind: 'int', default: 2000, min: 100, doc: 'SQLite: how long a filtered or large event listing (`/v1/events`) may take on its reader thread, waiting for one included; past it 503 BM_ERR_QUERY_TIMEOUT.' },
   requestTimeoutMs: { flag: 'request-timeout-ms', env: 'BUCKETMETER_REQUEST_TIMEOUT_MS', kind: 'int', default: 30000, min: 1000, doc: 'A request (headers and body) must arrive within this time.' },
-  costHeapMb: { flag: 'cost-heap-mb', env: 'BUCKETMETER_COST_HEAP_MB', kind: 'int', default: 0, min: 0, doc: 'Heap of the cost thread, in MB: where months are priced and kept (24 days of 8M events, 14.6M fine rows, peaked at 8.2 GB resident). 0: half of the machine\'s memory (or of its container\'s limit, where lower), never less than Node\'s own default.' },
+  costHeapMb: { flag: 'cost-heap-mb', env: 'BUCKETMETER_COST_HEAP_MB', kind: 'int', default: 0, min: 0, doc: "Memory of the cost thread, in MB, where months are priced and kept: its bounds are derived from it (quantities one request may price, fine rows and answer rows kept; README \"Speed: runs and kept months\"), and its V8 heap is this less the typed arrays those bounds allow. At least 128; 0: half of the machine's memory (or of its container's limit, where lower), never less than Node's own default heap." },
   usageKeptRows: { flag: 'usage-kept-rows', env: 'BUCKETMETER_USAGE_KEPT_ROWS', kind: 'int', default: 1_000_000, min: 0, doc: 'Rows of computed /v1/usage answers a process keeps for asking again and for next pages (about 50 bytes each; a tenant at most half); 0 keeps none.' },
   accessLog: { flag: 'access-log', env: 'BUCKETMETER_ACCESS_LOG', kind: 'bool', default: false, doc: 'One log line per request: method, route, status, tenant, duration, bytes in and out (never a key).' },
   prices: { flag: 'prices', env: 'BUCKETMETER_PRICES', kind: 'string', default: undefined, doc: 'Folder of extra price-plan files (`*.json`): each adds a plan, or replaces the shipped version with the same `id` and `validFrom`.' },
@@ -125,6 +132,9 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   }
   if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
     problems.push(`--metrics-port must differ from --port (${config.port}); leave it out to serve /metrics on the API port`);
+  }
+  if (config.costHeapMb !== 0 && config.costHeapMb < MIN_COST_HEAP_MB) {
+    problems.push(`--cost-heap-mb / BUCKETMETER_COST_HEAP_MB: expected 0 (half of the memory) or at least ${MIN_COST_HEAP_MB} (MB), got ${config.costHeapMb}: less prices too little to be of use`);
   }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     problems.push(`--log-level / LOG_LEVEL: expected fatal|error|warn|info|debug|trace|silent, got "${config.logLevel}"`);

@@ -2,6 +2,7 @@
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { Config } from '../config.js';
+import type { CostBounds } from './service.js';
 import type { CaughtUpFor, ThreadReadsSpec } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
 
@@ -9,6 +10,8 @@ export interface CostThreadData {
   reads: ThreadReadsSpec;
   /** Where the price book and the bucket assignment are read from (the thread loads its own). */
   pricing: Pick<Config, 'prices' | 'bucketPlans'>;
+  /** What one request may price and what is kept, derived from the thread's memory (costBounds). */
+  bounds: Omit<CostBounds, 'heapMb'>;
 }
 
 export type ToCostThread =

@@ -31,25 +31,24 @@ import { BmError } from '../errors.js';
 const HOUR = 3600;
 const DAY = 86400;
 /**
- * Attribution key × hour quantities one request may price (all months together): each costs a few
- * hundred bytes as quantities and cost rows, so past this a request is refused (503) instead of
- * exhausting the node's memory. A run of hours whose stored bytes do not change is one quantity,
- * and the inventory rows it is built from are counted before it is built: the bound is on the work.
+ * Attribution key × hour quantities one request may price (all months together), at most: each
+ * costs hundreds of bytes as quantities and cost rows (COST_BYTES), so past the bound a request is refused
+ * (503) instead of exhausting the cost thread's memory; the thread's bound is derived from its heap
+ * (costBounds). A run of hours whose stored bytes do not change is one quantity, and the inventory
+ * rows it is built from are counted before it is built: the bound is on the work.
  */
 export const MAX_KEY_HOURS = 50_000_000;
 /**
- * Fine cost rows (a run counts once) of priced account-months a process keeps for reuse, by default:
- * columns of about 35 bytes a row, with their keys and labels about 190 (10M events of the
- * reference mix: 3.5M rows for 6 days, 676 MB of heap kept).
+ * Fine cost rows (a run counts once) of priced account-months a process keeps for reuse, at most
+ * (the thread's bound is derived from its heap: costBounds).
  */
 export const KEPT_ROWS = 20_000_000;
 /** Entries kept of answers (a month's groups for a query, or a whole answer): a dashboard asks a few, again and again. */
 const KEPT_ANSWERS = 64;
 /**
- * Rows kept of answers, all together, by default: a month's groups for a query (about 750 bytes a
- * group) and whole answers (merged and sorted, about 660 bytes a row) each count their rows, so
- * sixteen answers of up to MAX_ANSWER_ROWS each cannot hold gigabytes of the cost thread's heap,
- * whatever keptRows says. An answer larger than this is not kept.
+ * Rows kept of answers, all together, at most: a month's groups for a query and whole answers
+ * (merged and sorted) each count their rows (COST_BYTES.answerRow each). An answer larger than the
+ * bound is not kept.
  */
 export const KEPT_ANSWER_ROWS = 300_000;
 /**
@@ -58,6 +57,57 @@ export const KEPT_ANSWER_ROWS = 300_000;
  * still be kept), so without a bound requests given up on would pile pricings up.
  */
 const MAX_PRICINGS = 2;
+
+/**
+ * What the cost thread's memory holds, in bytes, measured (docs/BENCHMARKS.md, "The cost thread's
+ * memory bounds": synthetic months of 22k to 1.1M quantities, and the reference mix's kept rows),
+ * the worst measured with room: the figures its bounds are derived from.
+ */
+export const COST_BYTES = {
+  /** The thread itself with nothing priced: its isolate, the price book, its reads (a small month priced in 16 MB). */
+  base: 16 * 2 ** 20,
+  /**
+   * A quantity being priced, in V8's heap: the reads, the stored bytes' runs as objects, the engine's
+   * work. Usage rows need 100–160; an inventory row about 690, and its runs are counted only once
+   * built from it, so the worst is the figure (a month of stored objects: 208 MB for 302k quantities
+   * counted before its runs).
+   */
+  quantityHeap: 768,
+  /** ...and in typed arrays, outside V8's heap limit: the month's requests and egress, the priced columns (measured 61–146). */
+  quantityArrays: 160,
+  /** A kept fine row in V8's heap: its share of its month's keys and labels (measured 23–39 here, 190 with the reference mix's keys)... */
+  rowHeap: 192,
+  /** ...and its columns, typed arrays with their room to grow (measured 47–95). */
+  rowArrays: 64,
+  /** A kept row of an answer: a group (its dimensions, exact sums) or a whole answer's row (decimal texts); measured 750 and 660. */
+  answerRow: 768,
+} as const;
+
+export interface CostBounds {
+  /** The V8 heap (old generation) to start the thread with: the memory less the typed arrays its bounds allow. */
+  heapMb: number;
+  maxKeyHours: number;
+  keptRows: number;
+  keptAnswerRows: number;
+}
+
+/**
+ * The cost thread's bounds from the memory it is given (--cost-heap-mb), so that what it keeps and
+ * what one request prices fit in it together: a request too large for it is refused with
+ * BM_ERR_COST_TOO_LARGE by its bound, not by the thread running out of heap (which drops every kept
+ * month and every request in flight). Of the memory past the thread's own: 5/8 for one request's
+ * pricing, 2/8 for kept months, 1/8 for kept answers, each at most its constant. The typed arrays
+ * (columns) are outside V8's heap limit, so the heap is given what they may take less.
+ */
+export function costBounds(memoryMb: number): CostBounds {
+  // A MB less: the heap given is whole MB, rounded down.
+  const free = Math.max(0, (memoryMb - 1) * 2 ** 20 - COST_BYTES.base);
+  const maxKeyHours = Math.min(MAX_KEY_HOURS, Math.floor((free * 5) / 8 / (COST_BYTES.quantityHeap + COST_BYTES.quantityArrays)));
+  const keptRows = Math.min(KEPT_ROWS, Math.floor((free * 2) / 8 / (COST_BYTES.rowHeap + COST_BYTES.rowArrays)));
+  const keptAnswerRows = Math.min(KEPT_ANSWER_ROWS, Math.floor(free / 8 / COST_BYTES.answerRow));
+  const arrays = maxKeyHours * COST_BYTES.quantityArrays + keptRows * COST_BYTES.rowArrays;
+  return { heapMb: Math.max(1, Math.floor(memoryMb - arrays / 2 ** 20)), maxKeyHours, keptRows, keptAnswerRows };
+}
 /** Months found past the bound on their own, remembered with their version (a refusal is then answered at once). */
 const KEPT_REFUSALS = 1024;
 /** A month's requests and egress are read a day at a time, so that the bound refuses it after the day that passes it. */

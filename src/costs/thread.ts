@@ -17,8 +17,9 @@ import type { ThreadReadsSource } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
 import type { Config } from '../config.js';
 import { asQueryTimeout } from '../query/timed.js';
-import type { FromCostThread, ToCostThread } from './protocol.js';
+import type { CostThreadData, FromCostThread, ToCostThread } from './protocol.js';
 import { fromWire, toWire } from './protocol.js';
+import { costBounds } from './service.js';
 
 /** A cancel flag the cost thread can read while it prices (protocol.ts). */
 const flag = () => new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
@@ -56,9 +57,8 @@ export function memoryLimit(): number {
 }
 
 /**
- * The cost thread's old generation, in MB: as set, else half of the memory this process may use,
- * never less than this process's own limit. A priced month's columns and, while pricing, its stored
- * bytes' quantities live there (README "Cost", "Speed").
+ * The cost thread's memory, in MB: as set, else half of the memory this process may use, never less
+ * than this process's own heap limit. Its V8 heap and its bounds are derived from it (costBounds).
  */
 export function costHeap(setting: number, memoryBytes = memoryLimit()): number {
   if (setting > 0) return setting;
@@ -180,8 +180,10 @@ export class CostThread {
 
   #spawn(): Worker {
     const { prices, bucketPlans, costHeapMb = 0 } = this.pricing;
-    const heapMb = costHeap(costHeapMb);
-    const worker = new Worker(this.workerUrl, { workerData: { reads: this.source.spec, pricing: { prices, bucketPlans } }, resourceLimits: { maxOldGenerationSizeMb: heapMb } });
+    const memoryMb = costHeap(costHeapMb);
+    const { heapMb, ...bounds } = costBounds(memoryMb);
+    const workerData: CostThreadData = { reads: this.source.spec, pricing: { prices, bucketPlans }, bounds };
+    const worker = new Worker(this.workerUrl, { workerData, resourceLimits: { maxOldGenerationSizeMb: heapMb } });
     worker.unref();
     worker.on('message', (message: FromCostThread) => this.#receive(worker, message));
     let failure: unknown;
@@ -196,7 +198,7 @@ export class CostThread {
       const outOfHeap = (failure as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.#failAll(
         outOfHeap
-          ? new BmError('BM_ERR_COST_TOO_LARGE', `The cost thread ran out of its ${heapMb.toLocaleString('en')} MB heap (--cost-heap-mb) pricing or keeping months; the costs it was answering were stopped. Ask for fewer months or a provider filter, or give it more heap.`)
+          ? new BmError('BM_ERR_COST_TOO_LARGE', `The cost thread ran out of its ${memoryMb.toLocaleString('en')} MB heap (--cost-heap-mb) pricing or keeping months; the costs it was answering were stopped. Ask for fewer months or a provider filter, or give it more heap.`)
           : new Error('the cost thread exited'),
       );
     });

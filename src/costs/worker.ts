@@ -33,7 +33,7 @@ const caughtUp = (what: CaughtUpFor) =>
 // Opened at the first message's turn, in order: messages wait on it.
 const opened: Promise<{ reads: ThreadReads; service: CostService }> = openThreadReads(data.reads, caughtUp).then((reads) => ({
   reads,
-  service: new CostService({ usage: reads.usage, storage: reads.storage, pricing: loadPricing(data.pricing) }),
+  service: new CostService({ usage: reads.usage, storage: reads.storage, pricing: loadPricing(data.pricing), ...data.bounds }),
 }));
 // A failure to open is each request's error, answered when it comes; not an unhandled rejection that stops the thread.
 opened.catch(() => {});
