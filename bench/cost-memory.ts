@@ -10,7 +10,14 @@
  *   (24 hours, 23, ...) kept, each as its month's groups and as a whole answer: bytes per answer row
  *   and its group. `quantities` (optional): the month's, when known (else found by bisecting the bound).
  * - `need <dir> <mb>`: prices March on the real cost thread (CostThread) with --cost-heap-mb `mb`
- *   and the bounds lifted; prints whether it fitted and the process's peak resident memory.
+ *   and the bounds derived from it; prints whether it fitted and the process's peak resident memory.
+ * - `price <dir>` (run with --max-old-space-size): March priced in-process with the bounds lifted,
+ *   what a V8 heap of that size holds without them; a process that runs out of heap did not fit.
+ * - `month <db> <tenant> <now> <month>...` (run with --expose-gc and a large --max-old-space-size):
+ *   the months of a real store (e.g. the 10M-event reference mix's October and November) priced
+ *   in-process as one request, on the cost thread's read-only reads, bounds lifted: the quantities
+ *   the bound counts (each month's), the live heap and typed arrays at each count (after collections),
+ *   and the peak resident memory. Writes nothing to the store.
  * Prints `BENCH {...}` lines.
  */
 import { join } from 'node:path';
@@ -21,6 +28,7 @@ import { CostThread } from '../src/costs/thread.js';
 import type { NormalizedEvent } from '../src/events/catalogue.js';
 import { loadPricing } from '../src/pricing/setup.js';
 import { openSqliteStore } from '../src/store/sqlite/index.js';
+import { openThreadReads } from '../src/store/thread-reads.js';
 import { parseUsageParams } from '../src/usage/params.js';
 import type { UsageRequest } from '../src/usage/params.js';
 import { randomBytes } from 'node:crypto';
@@ -145,9 +153,65 @@ async function need(dir: string, mb: number): Promise<void> {
   await store.close();
 }
 
+async function price(dir: string): Promise<void> {
+  const store = await openSqliteStore({ path: join(dir, 'cost.db') });
+  const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
+  const started = Date.now();
+  const accounts = await new CostService({ usage: store.usage, storage: store.storageFeed, pricing, now: () => APRIL + 86400, maxKeyHours: 1e12, keptRows: 0 }).priceMonth(1, '2026-03');
+  const rows = accounts.reduce((n, a) => n + a.priced.length, 0);
+  print({ step: 'price', fineRows: rows, ms: Date.now() - started, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) });
+  await store.close();
+}
+
+async function month(path: string, tenantId: number, now: number, months: string[]): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const reads = await openThreadReads({ backend: 'sqlite', path, busyTimeoutMs: 5000 }, async () => {});
+  const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
+  const service = new CostService({ usage: reads.usage, storage: reads.storage, pricing, now: () => now, maxKeyHours: 1e12, keptRows: 0 });
+  const limit = 1e12;
+  let counted = 0;
+  const samples: { q: number; heapMb: number; arraysMb: number }[] = [];
+  // One request's budget across the months, as CostService.query's; sampled where the bound is counted.
+  const budget: NonNullable<Parameters<CostService['priceMonth']>[3]> = {
+    left: limit,
+    limit,
+    cancelled: () => {
+      if (limit - budget.left !== counted) {
+        counted = limit - budget.left;
+        gc();
+        const m = process.memoryUsage();
+        samples.push({ q: counted, heapMb: Math.round(m.heapUsed / 2 ** 20), arraysMb: Math.round(m.arrayBuffers / 2 ** 20) });
+      }
+      return false;
+    },
+  };
+  const started = Date.now();
+  const perMonth: Record<string, { quantities: number; fineRows: number }> = {};
+  for (const m of months) {
+    const before = limit - budget.left;
+    // Not kept past its month (keptRows 0, and not held here): its quantities' memory is the one measured.
+    const rows = (await service.priceMonth(tenantId, m, undefined, budget)).reduce((n, a) => n + a.priced.length, 0);
+    perMonth[m] = { quantities: limit - budget.left - before, fineRows: rows };
+  }
+  const perQuantity = samples.map((s) => Math.round(((s.heapMb + s.arraysMb) * 2 ** 20) / s.q));
+  print({
+    step: 'month',
+    months: perMonth,
+    quantities: limit - budget.left,
+    ms: Date.now() - started,
+    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    samples,
+    mostBytesPerQuantityCounted: Math.max(...perQuantity),
+  });
+  await reads.close();
+}
+
 const [command, dir, ...rest] = process.argv.slice(2);
 const numbers = rest.map(Number);
 if (command === 'build') await build(dir!, numbers[0]!, numbers[1]!, numbers[2]!);
 else if (command === 'kept') await kept(dir!, numbers[0] ?? 0);
 else if (command === 'need') await need(dir!, numbers[0]!);
-else throw new Error('usage: cost-memory build|kept|need <dir> ...');
+else if (command === 'price') await price(dir!);
+else if (command === 'month') await month(dir!, numbers[0]!, numbers[1]!, rest.slice(2));
+else throw new Error('usage: cost-memory build|kept|need|price|month <dir> ...');

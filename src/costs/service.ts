@@ -60,22 +60,23 @@ const MAX_PRICINGS = 2;
 
 /**
  * What the cost thread's memory holds, in bytes, measured (docs/BENCHMARKS.md, "The cost thread's
- * memory bounds": synthetic months of 22k to 1.1M quantities, and the reference mix's kept rows),
- * the worst measured with room: the figures its bounds are derived from.
+ * memory bounds": synthetic months of 22k to 1.1M quantities, and October and November of the
+ * 10M-event reference mix, 19.8M quantities), the worst measured with room: the figures its bounds
+ * are derived from.
  */
 export const COST_BYTES = {
   /** The thread itself with nothing priced: its isolate, the price book, its reads (a small month priced in 16 MB). */
   base: 16 * 2 ** 20,
   /**
-   * A quantity being priced, in V8's heap: the reads, the stored bytes' runs as objects, the engine's
-   * work. Usage rows need 100–160; an inventory row about 690, and its runs are counted only once
-   * built from it, so the worst is the figure (a month of stored objects: 208 MB for 302k quantities
-   * counted before its runs).
+   * A quantity being priced, in V8's heap: the reads, the stored bytes' steps and runs, the engine's
+   * work. The worst measured: a month of stored objects (1.1M quantities, 300k of them inventory
+   * rows) priced in a V8 heap of 160 MB, not 128 (at most 153 a quantity); the reference mix, up to
+   * 117 live at the bound's counts.
    */
-  quantityHeap: 768,
-  /** ...and in typed arrays, outside V8's heap limit: the month's requests and egress, the priced columns (measured 61–146). */
+  quantityHeap: 192,
+  /** ...and in typed arrays, outside V8's heap limit: the month's requests and egress, the stored bytes' steps, the priced columns (measured 65–144). */
   quantityArrays: 160,
-  /** A kept fine row in V8's heap: its share of its month's keys and labels (measured 23–39 here, 190 with the reference mix's keys)... */
+  /** A kept fine row in V8's heap: its share of its month's keys and labels (measured 1–39 here, 190 with the reference mix's keys)... */
   rowHeap: 192,
   /** ...and its columns, typed arrays with their room to grow (measured 47–95). */
   rowArrays: 64,

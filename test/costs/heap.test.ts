@@ -98,7 +98,7 @@ describe('cost thread bounds from its memory', () => {
 
   it('refuse a month too large for a small heap by the bound, the thread and its kept months surviving', async () => {
     // 1,000 customers storing 70 objects each, a third deleted a day later: about 360k quantities
-    // (inventory rows and runs), which a 64 MB thread cannot price (it runs out of heap near 90 MB).
+    // (inventory rows and runs), past the 87k a 64 MB thread's bound allows.
     const dir = tempDir();
     const store = await openSqliteStore({ path: join(dir, 'cost.db') });
     const { tenantId } = await newTenant(store);
