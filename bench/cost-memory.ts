@@ -18,6 +18,8 @@
  *   in-process as one request, on the cost thread's read-only reads, bounds lifted: the quantities
  *   the bound counts (each month's), the live heap and typed arrays at each count (after collections),
  *   and the peak resident memory. Writes nothing to the store.
+ * - `keptmonth <db> <tenant> <now> <month>` (the same flags): one month of a real store priced and
+ *   kept, on the same reads: its heap and typed arrays held against dropped, per fine row.
  * Prints `BENCH {...}` lines.
  */
 import { join } from 'node:path';
@@ -207,6 +209,32 @@ async function month(path: string, tenantId: number, now: number, months: string
   await reads.close();
 }
 
+async function keptMonth(path: string, tenantId: number, now: number, month: string): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const memory = () => {
+    for (let i = 0; i < 3; i++) gc();
+    const m = process.memoryUsage();
+    return { heap: m.heapUsed, arrays: m.arrayBuffers };
+  };
+  const reads = await openThreadReads({ backend: 'sqlite', path, busyTimeoutMs: 5000 }, async () => {});
+  const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
+  // Held as in kept: the service keeping the month, in an array, its result read in a function.
+  const held: unknown[] = [new CostService({ usage: reads.usage, storage: reads.storage, pricing, now: () => now, maxKeyHours: 1e12, keptRows: 1e12 })];
+  const rows = await (async () => (await (held[0] as CostService).priceMonth(tenantId, month)).reduce((n, a) => n + a.priced.length, 0))();
+  const withMonth = memory();
+  held.length = 0;
+  const withoutMonth = memory();
+  print({
+    step: 'keptmonth',
+    month,
+    fineRows: rows,
+    heapBytesPerRow: Math.round((withMonth.heap - withoutMonth.heap) / rows),
+    arrayBytesPerRow: Math.round((withMonth.arrays - withoutMonth.arrays) / rows),
+  });
+  await reads.close();
+}
+
 const [command, dir, ...rest] = process.argv.slice(2);
 const numbers = rest.map(Number);
 if (command === 'build') await build(dir!, numbers[0]!, numbers[1]!, numbers[2]!);
@@ -214,4 +242,5 @@ else if (command === 'kept') await kept(dir!, numbers[0] ?? 0);
 else if (command === 'need') await need(dir!, numbers[0]!);
 else if (command === 'price') await price(dir!);
 else if (command === 'month') await month(dir!, numbers[0]!, numbers[1]!, rest.slice(2));
-else throw new Error('usage: cost-memory build|kept|need|price|month <dir> ...');
+else if (command === 'keptmonth') await keptMonth(dir!, numbers[0]!, numbers[1]!, rest[2]!);
+else throw new Error('usage: cost-memory build|kept|need|price|month|keptmonth <dir> ...');

@@ -19,7 +19,7 @@ interface Setting {
 const MiB = 1024 * 1024;
 /**
  * The least --cost-heap-mb (0, automatic, aside): the cost thread's own 16 MB, and bounds derived
- * from it (206k quantities, 113k kept fine rows, 19k kept answer rows) that still price and keep a
+ * from it (206k quantities, 181k kept fine rows, 19k kept answer rows) that still price and keep a
  * small month (300 customers, 22k quantities, priced in 16 MB; docs/BENCHMARKS.md "The cost
  * thread's memory bounds").
  */

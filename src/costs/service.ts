@@ -76,10 +76,10 @@ export const COST_BYTES = {
   quantityHeap: 192,
   /** ...and in typed arrays, outside V8's heap limit: the month's requests and egress, the stored bytes' steps, the priced columns (measured 65–144). */
   quantityArrays: 160,
-  /** A kept fine row in V8's heap: its share of its month's keys and labels (measured 1–39 here, 190 with the reference mix's keys)... */
-  rowHeap: 192,
-  /** ...and its columns, typed arrays with their room to grow (measured 47–95). */
-  rowArrays: 64,
+  /** A kept fine row in V8's heap: its share of its month's keys and labels (measured 1–39; the reference mix's November, 18)... */
+  rowHeap: 64,
+  /** ...and its columns, typed arrays with their room to grow (measured 47–95; the reference mix's November, 55). */
+  rowArrays: 96,
   /** A kept row of an answer: a group (its dimensions, exact sums) or a whole answer's row (decimal texts); measured 750 and 660. */
   answerRow: 768,
 } as const;
