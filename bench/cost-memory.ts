@@ -69,14 +69,20 @@ async function build(dir: string, keys: number, hours: number, puts: number): Pr
 
 const request = (q: number): UsageRequest => ({ from: MARCH, to: MARCH + (24 - q) * HOUR, granularity: 'hour', timeZone: 'UTC', groupBy: ['customerId'], filters: {}, format: 'json', limit: 1e9, storage: false });
 
-async function kept(dir: string, known: number): Promise<void> {
+/** A full collection (the commands that weigh memory are run with --expose-gc, set here too). */
+function gc(): void {
   setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const memory = () => {
-    for (let i = 0; i < 3; i++) gc();
-    const m = process.memoryUsage();
-    return { heap: m.heapUsed, arrays: m.arrayBuffers };
-  };
+  (runInNewContext('gc') as () => void)();
+}
+
+/** The live heap and typed arrays, after collections. */
+function memory(): { heap: number; arrays: number } {
+  for (let i = 0; i < 3; i++) gc();
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed, arrays: m.arrayBuffers };
+}
+
+async function kept(dir: string, known: number): Promise<void> {
   const store = await openSqliteStore({ path: join(dir, 'cost.db') });
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
   const lifted = { maxKeyHours: 1e12, keptRows: 1e12, maxAnswerRows: 1e9 };
@@ -166,8 +172,6 @@ async function price(dir: string): Promise<void> {
 }
 
 async function month(path: string, tenantId: number, now: number, months: string[]): Promise<void> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   const reads = await openThreadReads({ backend: 'sqlite', path, busyTimeoutMs: 5000 }, async () => {});
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
   const service = new CostService({ usage: reads.usage, storage: reads.storage, pricing, now: () => now, maxKeyHours: 1e12, keptRows: 0 });
@@ -210,13 +214,6 @@ async function month(path: string, tenantId: number, now: number, months: string
 }
 
 async function keptMonth(path: string, tenantId: number, now: number, month: string): Promise<void> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  const memory = () => {
-    for (let i = 0; i < 3; i++) gc();
-    const m = process.memoryUsage();
-    return { heap: m.heapUsed, arrays: m.arrayBuffers };
-  };
   const reads = await openThreadReads({ backend: 'sqlite', path, busyTimeoutMs: 5000 }, async () => {});
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
   // Held as in kept: the service keeping the month, in an array, its result read in a function.
