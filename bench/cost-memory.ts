@@ -16,8 +16,9 @@
  * - `month <db> <tenant> <now> <month>...` (run with --expose-gc and a large --max-old-space-size):
  *   the months of a real store (e.g. the 10M-event reference mix's October and November) priced
  *   in-process as one request, on the cost thread's read-only reads, bounds lifted: the quantities
- *   the bound counts (each month's), the live heap and typed arrays at each count (after collections),
- *   and the peak resident memory. Writes nothing to the store.
+ *   the bound counts (each month's), the most live heap and typed arrays between its steps (after
+ *   collections; the process's own few MB included), per quantity of the month, and the peak resident
+ *   memory. Writes nothing to the store.
  * - `keptmonth <db> <tenant> <now> <month>` (the same flags): one month of a real store priced and
  *   kept, on the same reads: its heap and typed arrays held against dropped, per fine row.
  * Prints `BENCH {...}` lines.
@@ -176,40 +177,31 @@ async function month(path: string, tenantId: number, now: number, months: string
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
   const service = new CostService({ usage: reads.usage, storage: reads.storage, pricing, now: () => now, maxKeyHours: 1e12, keptRows: 0 });
   const limit = 1e12;
-  let counted = 0;
-  const samples: { q: number; heapMb: number; arraysMb: number }[] = [];
-  // One request's budget across the months, as CostService.query's; sampled where the bound is counted.
+  let most = 0;
+  // One request's budget across the months, as CostService.query's. A month's pricing counts on a
+  // budget of its own (given back when it ends) and polls this one between its steps: the most live
+  // memory is sampled there, and weighed against the month's quantities once it is priced.
   const budget: NonNullable<Parameters<CostService['priceMonth']>[3]> = {
     left: limit,
     limit,
     cancelled: () => {
-      if (limit - budget.left !== counted) {
-        counted = limit - budget.left;
-        gc();
-        const m = process.memoryUsage();
-        samples.push({ q: counted, heapMb: Math.round(m.heapUsed / 2 ** 20), arraysMb: Math.round(m.arrayBuffers / 2 ** 20) });
-      }
+      gc();
+      const m = process.memoryUsage();
+      most = Math.max(most, m.heapUsed + m.arrayBuffers);
       return false;
     },
   };
   const started = Date.now();
-  const perMonth: Record<string, { quantities: number; fineRows: number }> = {};
+  const perMonth: Record<string, { quantities: number; fineRows: number; mostLiveMb: number; mostLiveBytesPerQuantity: number }> = {};
   for (const m of months) {
     const before = limit - budget.left;
+    most = 0;
     // Not kept past its month (keptRows 0, and not held here): its quantities' memory is the one measured.
     const rows = (await service.priceMonth(tenantId, m, undefined, budget)).reduce((n, a) => n + a.priced.length, 0);
-    perMonth[m] = { quantities: limit - budget.left - before, fineRows: rows };
+    const quantities = limit - budget.left - before;
+    perMonth[m] = { quantities, fineRows: rows, mostLiveMb: Math.round(most / 2 ** 20), mostLiveBytesPerQuantity: Math.round(most / quantities) };
   }
-  const perQuantity = samples.map((s) => Math.round(((s.heapMb + s.arraysMb) * 2 ** 20) / s.q));
-  print({
-    step: 'month',
-    months: perMonth,
-    quantities: limit - budget.left,
-    ms: Date.now() - started,
-    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
-    samples,
-    mostBytesPerQuantityCounted: Math.max(...perQuantity),
-  });
+  print({ step: 'month', months: perMonth, quantities: limit - budget.left, ms: Date.now() - started, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) });
   await reads.close();
 }
 
