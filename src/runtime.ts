@@ -19,7 +19,7 @@ import { createEventValidator } from './events/validate.js';
 import type { EventValidator } from './events/validate.js';
 import { HealthService } from './health/service.js';
 import { listenMetrics } from './http/metrics.js';
-import { buildHttpServer } from './http/server.js';
+import { buildHttpServer, idleTimeoutMs } from './http/server.js';
 import { Committer } from './ingest/committer.js';
 import { QuarantineQuota } from './ingest/quarantine-quota.js';
 import { IngestService } from './ingest/service.js';
@@ -67,6 +67,8 @@ export function sqlitePath(config: Config): string {
  * add). Not a setting: a store run with it has usage figures that verify reports as wrong.
  */
 const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
+/** How long before the server's idle timeout a cost request still being priced is answered 503. */
+const COST_ANSWER_MARGIN_MS = 5000;
 
 /**
  * Opens the configured store. `create: false` (every command but `serve`) refuses to create an
@@ -77,9 +79,6 @@ const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
  * --request-timeout-ms), up to FOLD_BEFORE_READ_MS, then answers 503 while the background fold works
  * it off. A command has no background fold: its reads fold whatever is pending (`serve: false`).
  */
-/** How long before the server's idle timeout a cost request still being priced is answered 503. */
-const COST_ANSWER_MARGIN_MS = 5000;
-
 export async function openStore(config: Config, logger: Logger, options: { create: boolean; serve?: boolean } = { create: true, serve: true }): Promise<Store> {
   const usage = process.env[BENCH_NO_USAGE] !== '1';
   const foldBeforeReadMs = options.serve === true ? Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs) : Number.POSITIVE_INFINITY;
@@ -191,7 +190,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   // idle timeout (twice --request-timeout-ms, which would cut it with no answer). Not sooner: for the
   // current month of a tenant still sending events, a pricing nobody waits for stops (its month has
   // changed), so a month priced in under this is answered only by the request that waits for it.
-  const answerWithinMs = Math.max(1000, 2 * config.requestTimeoutMs - COST_ANSWER_MARGIN_MS);
+  const answerWithinMs = Math.max(1000, idleTimeoutMs(config.requestTimeoutMs) - COST_ANSWER_MARGIN_MS);
   const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb, answerWithinMs });
   const app = await buildHttpServer({
     logger,

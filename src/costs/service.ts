@@ -309,6 +309,9 @@ interface MonthPricing {
   ended: Promise<void>;
 }
 
+/** Whether a request still waits for the pricing (one whose flag is not set). */
+const waitedFor = (pricing: MonthPricing): boolean => pricing.waiting.some((left) => !left());
+
 export class CostService {
   /** Priced account-months, bounded by their rows; each kept with its version (CostService.#version). */
   readonly #kept: KeptAnswers<PricedAccount[]>;
@@ -482,14 +485,13 @@ export class CostService {
      * is answered from it when asked again). Once the month has changed and nobody waits, it stops.
      */
     const wanted = async () => {
-      if (pricing.waiting.some((left) => !left())) return;
+      if (waitedFor(pricing)) return;
       if (this.deps.keptRows === 0 || versionKey(await this.#version(tenantId, end)) !== key) {
         throw new ReadAbortedError('the cost request was abandoned: its caller left, and the month it priced has changed since');
       }
       // Pricings nobody waits for never hold every turn from a request that waits (requests whose
       // clients left at once, of another tenant maybe, would otherwise hold it for minutes): one stops.
-      const orphan = (p: MonthPricing) => !p.waiting.some((left) => !left());
-      if (this.#pricings.size >= MAX_PRICINGS && [...this.#pricings.values()].every(orphan) && this.#turns.some((turn) => !turn.left())) {
+      if (this.#pricings.size >= MAX_PRICINGS && ![...this.#pricings.values()].some(waitedFor) && this.#turns.some((turn) => !turn.left())) {
         throw new ReadAbortedError('the cost request was abandoned: its caller left, and another request waits for its turn');
       }
     };

@@ -81,6 +81,9 @@ export interface HttpDeps {
 /** The Expect value Node itself handles (its own test). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
+/** How long a connection may send nothing before the server closes it: twice --request-timeout-ms. */
+export const idleTimeoutMs = (requestTimeoutMs: number): number => requestTimeoutMs * 2;
+
 export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> {
   const server: ServerOptions = {
     // Node's defaults let headers take 60 s and look at both timeouts only every 30 s.
@@ -97,7 +100,7 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     // One log line per request costs more than the request at our rates; errors are logged below.
     logController: new LogController({ disableRequestLogging: true }),
     requestTimeout: deps.requestTimeoutMs,
-    connectionTimeout: deps.requestTimeoutMs * 2,
+    connectionTimeout: idleTimeoutMs(deps.requestTimeoutMs),
     keepAliveTimeout: 65_000,
     maxRequestsPerSocket: 0,
     return503OnClosing: true,
