@@ -370,7 +370,7 @@ export class CostService {
   /** `cancelled`: polled between reads and pricing steps; once true, rejects with ReadAbortedError. */
   async query(tenantId: number, request: UsageRequest, cancelled?: Cancelled): Promise<CostPage> {
     const bounds = requestBounds(request);
-    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length + 4);
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, bounds, request.groupBy.length + 4, 2);
     const fromHour = request.from / HOUR;
     // The window of each hour of the range: its start and end.
     const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);

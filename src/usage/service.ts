@@ -78,24 +78,31 @@ export function encodeCursor(row: { start: number; values: (string | null)[] }):
   return Buffer.from(JSON.stringify([row.start, ...row.values])).toString('base64url');
 }
 
-/** `width`: the number of values in a row's sort key. */
-export function decodeCursor(cursor: string, width: number): { start: number; values: (string | null)[] } {
+/**
+ * The row a cursor stands after, only if this query could have made it (anything else is the client's
+ * 400, never a page): the exact text encodeCursor gives, a start that is one of the query's window
+ * starts (`bounds`, hours since the epoch), `width` values of text or none, the last `flags` of them
+ * '1' or none (the cost rows' flags). A hand-made start before the first window would answer the
+ * first page as if no cursor were given, one past the range an empty page.
+ */
+export function decodeCursor(cursor: string, bounds: readonly number[], width: number, flags = 0): { start: number; values: (string | null)[] } {
   let key: unknown;
   try {
     key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     key = undefined;
   }
-  if (
-    Array.isArray(key) &&
-    key.length === width + 1 &&
-    Number.isSafeInteger(key[0]) &&
-    key.slice(1).every((v) => v === null || typeof v === 'string')
-  ) {
-    return { start: key[0] as number, values: key.slice(1) as (string | null)[] };
+  let received = 'another string';
+  if (Array.isArray(key) && key.length === width + 1 && typeof key[0] === 'number' && key.slice(1).every((v) => v === null || typeof v === 'string')) {
+    const row = { start: key[0] as number, values: key.slice(1) as (string | null)[] };
+    if (encodeCursor(row) === cursor && row.values.slice(width - flags).every((v) => v === null || v === '1')) {
+      const window = bounds.indexOf(row.start / 3600);
+      if (window >= 0 && window < bounds.length - 1) return row;
+      received = `a row starting at ${row.start} (epoch seconds), not at a window of this query`;
+    }
   }
   throw new BmError('BM_ERR_QUERY_INVALID', 'cursor was not made for this query', {
-    errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'the nextCursor of the previous page of the same query', received: 'another string' }],
+    errors: [{ path: '/cursor', message: 'cursor is not valid', expected: 'the nextCursor of the previous page of the same query', received }],
   });
 }
 
@@ -257,7 +264,7 @@ export class UsageService {
   /** `signal`: the caller left; its reads are not run (README, "Reads whose client left"). */
   async query(tenantId: number, request: UsageRequest, signal?: AbortSignal): Promise<UsagePage> {
     const bounds = requestBounds(request);
-    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, request.groupBy.length);
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, bounds, request.groupBy.length);
     const filters = Object.entries(request.filters)
       .map(([d, values]) => [d, [...values!].sort()] as const)
       .sort(([a], [b]) => (a < b ? -1 : 1));

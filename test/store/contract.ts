@@ -455,6 +455,18 @@ function eventLogContract(name: string, open: () => Promise<OpenedStore>, option
       assert.equal(second.nextCursor, null);
     });
 
+    test('a cursor of a listing with another from/to is rejected when its place is outside this one', async (store) => {
+      const { tenantId } = await newTenant(store);
+      await store.commit(unit(Array.from({ length: 6 }, (_, i) => at(tenantId, T0, getObject(T0 + i)))));
+      const first = await store.listEvents(tenantId, { limit: 2, from: T0 + 3, to: T0 + 6 });
+      assert.notEqual(first.nextCursor, null);
+      // Its place (T0 + 4) is past the other range's `to`: taken, it would answer that range's first page again.
+      await assert.rejects(store.listEvents(tenantId, { limit: 2, from: T0, to: T0 + 3, cursor: first.nextCursor! }), InvalidCursorError);
+      await assert.rejects(store.listEvents(tenantId, { limit: 2, from: T0 + 5, cursor: first.nextCursor! }), InvalidCursorError);
+      const inside = await store.listEvents(tenantId, { limit: 2, from: T0 + 2, cursor: first.nextCursor! });
+      assert.deepEqual(inside.events.map((e) => e.timestamp), [T0 + 3, T0 + 2], 'a range that holds its place goes on below it');
+    });
+
     test('a cursor not made by the store is rejected with InvalidCursorError', async (store) => {
       const { tenantId } = await newTenant(store);
       for (const cursor of ['', 'not a cursor', '!!!', '\u0000', 'x'.repeat(5000)]) {

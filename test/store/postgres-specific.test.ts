@@ -13,7 +13,7 @@ import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { ensurePartitions, monthPartition } from '../../src/store/postgres/partitions.js';
-import { StoreUnavailableError, type EventToStore, type Store } from '../../src/store/types.js';
+import { InvalidCursorError, StoreUnavailableError, type EventToStore, type Store } from '../../src/store/types.js';
 import { dropScratchDatabases, scratchDatabase, withPg } from '../support/scratch.js';
 import { startTcpProxy, viaProxy } from '../support/tcp-proxy.js';
 
@@ -271,6 +271,33 @@ describe('PostgreSQL store specifics', { skip: SKIP }, () => {
     try {
       const said = warned.filter((w) => /autovacuum is off/.test((w as { msg: string }).msg));
       assert.equal(said.length, autovacuum === 'off' ? 1 : 0, `autovacuum ${autovacuum}: ${JSON.stringify(warned)}`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('takes only event cursors the listing could have made: a seq from 1, a timestamp within from/to, written as it writes them', async () => {
+    const { url } = await scratchDatabase();
+    const store = await openPostgresStore({ url });
+    try {
+      const { tenantId } = await store.keys.create({ id: `key_${randomBytes(8).toString('hex')}`, tenantName: 'cursors', hash: randomBytes(32), createdAt: NOW });
+      await store.commit({ events: [0, 1, 2].map((i) => ({ ...event(undefined, { timestamp: NOW - i }), tenantId })), quarantine: [] });
+      const made = (await store.listEvents(tenantId, { limit: 1 })).nextCursor!;
+      const seq = BigInt(Number.parseInt(made, 36));
+      assert.equal((await store.listEvents(tenantId, { limit: 5, cursor: made })).events.length, 2);
+      const ranged = { from: NOW - 2, to: NOW + 1 };
+      const madeRanged = (await store.listEvents(tenantId, { ...ranged, limit: 1 })).nextCursor!;
+      assert.equal((await store.listEvents(tenantId, { ...ranged, limit: 5, cursor: madeRanged })).events.length, 2);
+      const forged = [
+        ['0', {}, 'seq 0: no event has it'],
+        [`0${made}`, {}, 'a leading zero'],
+        [`${(BigInt(NOW + 3600)).toString(36)}.${seq.toString(36)}`, ranged, 'a timestamp past to: the first page again'],
+        [`${(BigInt(NOW - 3600)).toString(36)}.${seq.toString(36)}`, ranged, 'a timestamp before from'],
+        [`-0.${seq.toString(36)}`, { from: -10 }, 'minus zero'],
+      ] as const;
+      for (const [cursor, range, why] of forged) {
+        await assert.rejects(store.listEvents(tenantId, { ...range, limit: 5, cursor }), InvalidCursorError, why);
+      }
     } finally {
       await store.close();
     }

@@ -245,9 +245,10 @@ function toStoredEvent(row: EventRow): StoredEvent {
  * of other tenants), and in a listing by time range also its timestamp, in base 36.
  */
 function encodeCursor(row: EventRow, ranged: boolean): string {
-  const seq = BigInt(row.seq).toString(36);
-  return ranged ? `${BigInt(row.ts).toString(36)}.${seq}` : seq;
+  return cursorText(ranged ? BigInt(row.ts) : undefined, BigInt(row.seq));
 }
+
+const cursorText = (ts: bigint | undefined, seq: bigint): string => (ts === undefined ? seq.toString(36) : `${ts.toString(36)}.${seq.toString(36)}`);
 
 const CURSOR = /^(?:(-?[0-9a-z]{1,13})\.)?([0-9a-z]{1,13})$/;
 const MAX_SEQ = 2n ** 63n - 1n;
@@ -258,13 +259,21 @@ function base36(digits: string): bigint {
   return digits.startsWith('-') ? -n : n;
 }
 
-/** The position to continue below, as decimal strings (bigint parameters). */
-function decodeCursor(cursor: string, ranged: boolean): { ts: string | undefined; seq: string } {
+/**
+ * The position to continue below, as decimal strings (bigint parameters), only where this listing
+ * could have made it: as encodeCursor writes it, a seq the store hands out (from 1), and a timestamp
+ * within the listing's from/to. A hand-made one past `to` would answer the first page again as if no
+ * cursor were given. (A seq above every one handed out is not told apart: that would take a read.)
+ */
+function decodeCursor(cursor: string, query: Pick<EventQuery, 'from' | 'to'>): { ts: string | undefined; seq: string } {
+  const ranged = query.from !== undefined || query.to !== undefined;
   const match = CURSOR.exec(cursor);
   if (match !== null && (match[1] !== undefined) === ranged) {
     const seq = base36(match[2]!);
     const ts = match[1] === undefined ? undefined : base36(match[1]);
-    if (seq <= MAX_SEQ && (ts === undefined || (ts <= MAX_SEQ && ts >= -MAX_SEQ))) return { ts: ts?.toString(), seq: seq.toString() };
+    // bigint against number compares exactly.
+    const inRange = ts === undefined || (ts <= MAX_SEQ && ts >= -MAX_SEQ && (query.from === undefined || ts >= query.from) && (query.to === undefined || ts < query.to));
+    if (seq >= 1n && seq <= MAX_SEQ && inRange && cursorText(ts, seq) === cursor) return { ts: ts?.toString(), seq: seq.toString() };
   }
   throw new InvalidCursorError('cursor is not a nextCursor of this store for this listing');
 }
@@ -521,7 +530,7 @@ export class PostgresStore implements Store {
     // newest arrival first.
     const ranged = query.from !== undefined || query.to !== undefined;
     if (query.cursor !== undefined) {
-      const position = decodeCursor(query.cursor, ranged);
+      const position = decodeCursor(query.cursor, query);
       if (position.ts === undefined) add('seq < ?', position.seq);
       else {
         // ts <= bounds the index range; the row comparison places the cursor within that timestamp.

@@ -97,6 +97,10 @@ export class EventReader {
     if ((position.timestamp !== null) !== ranged) {
       throw new InvalidCursorError(`cursor is from a listing ${ranged ? 'without' : 'with'} from/to`);
     }
+    // Sealed, so made by this store, but maybe for another range: past `to` it would answer the first page again.
+    if (query.cursor !== undefined && ranged && (position.timestamp! < from || position.timestamp! >= (query.to ?? END))) {
+      throw new InvalidCursorError('cursor is from a listing of another from/to');
+    }
     if (query.cursor === undefined && !ranged) position.seq = END;
     const filters: string[] = [];
     const values: number[] = [];
