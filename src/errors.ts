@@ -20,9 +20,10 @@ export const ERRORS = {
   BM_ERR_UNSUPPORTED_ENCODING: { status: 415, title: 'Unsupported content encoding', hint: 'Use Content-Encoding gzip, deflate or none.' },
   BM_ERR_QUERY_INVALID: { status: 400, title: 'Query parameter invalid', hint: 'Fix the query parameters listed in `errors`.' },
   BM_ERR_QUERY_TIMEOUT: { status: 503, title: 'Query took too long', hint: 'The read was stopped at its time budget (time spent waiting for a reader included). Narrow it (a from/to range, a smaller limit) or retry later.' },
-  BM_ERR_COST_TOO_LARGE: { status: 503, title: 'Too many quantities to price', hint: 'Cost prices each provider account\'s whole month at attribution key × hour; past a bound per request it refuses rather than exhaust the node\'s memory. Filter by provider, or see README "Cost".' },
+  BM_ERR_COST_TOO_LARGE: { status: 422, title: 'Too many quantities to price', hint: 'Cost prices each provider account\'s whole month at attribution key × hour; past a bound per request it refuses rather than exhaust the node\'s memory. The same request is refused again: filter by provider, or see README "Cost".' },
   BM_ERR_COST_NOT_READY: { status: 503, title: 'Costs not priced yet', hint: 'A month is priced whole the first time it is asked for after it changed, minutes on a large store; the pricing goes on after this answer, and the month is kept once priced. Ask again after the Retry-After seconds (README "Cost").' },
-  BM_ERR_ANSWER_TOO_LARGE: { status: 503, title: 'Answer too large', hint: 'Stored bytes and their cost carry on in every window, so such an answer holds a row per group and window however little changed; past a bound per request it is refused rather than exhaust the node\'s memory. Ask for fewer windows (granularity, from/to) or groups (groupBy, filters); see README "Measures in /v1/usage?storage=true".' },
+  BM_ERR_COST_OUT_OF_MEMORY: { status: 503, title: 'Cost thread out of memory', hint: 'The cost thread ran out of its heap (--cost-heap-mb) pricing or keeping months: the costs it was answering, this request\'s among them, were stopped, and the months it kept are gone. Ask again after the Retry-After seconds; a request that meets this again is too large for the setting: ask for fewer months or a provider filter, or raise --cost-heap-mb (README "Cost").' },
+  BM_ERR_ANSWER_TOO_LARGE: { status: 422, title: 'Answer too large', hint: 'Stored bytes and their cost carry on in every window, so such an answer holds a row per group and window however little changed; past a bound per request it is refused rather than exhaust the node\'s memory. The same request is refused again: ask for fewer windows (granularity, from/to) or groups (groupBy, filters); see README "Measures in /v1/usage?storage=true".' },
   BM_ERR_SUM_TOO_LARGE: { status: 422, title: 'Sum too large to answer exactly', hint: 'A sum in this answer passes what the store can add exactly (README "Exact sums"): nothing is answered rather than a wrong figure. Narrow the window (from/to) or group by more dimensions, so that each row sums less.' },
   BM_ERR_USAGE_ZONE_NOT_EXACT: { status: 400, title: 'Time zone cannot be answered exactly', hint: 'Usage is stored per UTC hour: a zone whose offset is not a whole number of hours in the range cannot have exact hour, day or month windows. Use granularity=none, UTC or a whole-hour zone.' },
   BM_ERR_NOT_FOUND: { status: 404, title: 'Not found', hint: 'No such path or method; see the README for the API.' },
@@ -40,13 +41,17 @@ export const ERRORS = {
 } as const satisfies Record<string, { status: number; title: string; hint: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
+/** The codes whose replies say when to ask again (Retry-After): those of status 429 and 503. */
+export type RetriedCode = { [C in ErrorCode]: (typeof ERRORS)[C]['status'] extends 429 | 503 ? C : never }[ErrorCode];
+/** A refusal of what was sent, the same however often it is sent: no Retry-After. */
+export type RefusalCode = Exclude<ErrorCode, RetriedCode>;
 
-/** A coded error the HTTP layer turns into problem+json. */
-export class BmError extends Error {
+/** A coded error the HTTP layer turns into problem+json; `C`, the codes it may have where that is known. */
+export class BmError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'BmError';
   readonly status: number;
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
     detail?: string,
     readonly extra: { errors?: FieldError[]; retryAfter?: number; [key: string]: unknown } = {},
     options?: { cause?: unknown },

@@ -571,9 +571,9 @@ for (const backend of ['sqlite']) {
       await page.close();
     });
 
-    it("a panel answered 503 shows the server's own explanation (its problem's title and detail), not a refusal; one out of time offers Retry", async () => {
+    it("a panel answered 503 shows the server's own explanation (its problem's title and detail), not a refusal, and offers Retry; a cost too large (422) is a refusal without one", async () => {
       assert.ok(features.costs, 'this server offers /v1/costs');
-      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/(costs|usage)\?|status of 503/ });
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^(422|503) \S+\/v1\/(costs|usage)\?|status of (422|503)/ });
       await ready(page);
       // The cost chart's read too large to price, the usage chart's past its time budget: answered as the server does.
       const answers = {
@@ -584,12 +584,14 @@ for (const backend of ['sqlite']) {
       await page.route(chart, (route) => {
         const path = new URL(route.request().url()).pathname as keyof typeof answers;
         const { code, detail } = answers[path];
-        const body = { type: `urn:bucketmeter:error:${code}`, title: ERRORS[code].title, status: 503, detail, code, instance: path };
-        void route.fulfill({ status: 503, headers: { 'content-type': 'application/problem+json; charset=utf-8', 'retry-after': '5' }, body: JSON.stringify(body) });
+        const { status, title } = ERRORS[code];
+        const body = { type: `urn:bucketmeter:error:${code}`, title, status, detail, code, instance: path };
+        const retryAfter: Record<string, string> = status === 503 ? { 'retry-after': '5' } : {};
+        void route.fulfill({ status, headers: { 'content-type': 'application/problem+json; charset=utf-8', ...retryAfter }, body: JSON.stringify(body) });
       });
       await page.click('nav a[data-view="overview"]');
       await ready(page);
-      assert.equal(await page.textContent('[data-slot="cost-chart"]'), `Too many quantities to price: ${answers['/v1/costs'].detail}`);
+      assert.equal(await page.textContent('[data-slot="cost-chart"]'), `The server refused this: ${answers['/v1/costs'].detail}`);
       // Out of time on a busy server: asking again may succeed, so Retry is offered; a cost too large would not.
       assert.equal(await page.textContent('[data-slot="usage-chart"]'), `Query took too long: ${answers['/v1/usage'].detail} Retry`);
       assert.equal(await page.$$eval('main .notice.error', (els) => els.length), 2);

@@ -43,7 +43,7 @@ function unreached(error) {
 export function failureMessage(error) {
   if (!(error instanceof ApiError)) return error instanceof Unreachable ? error.message : `Something went wrong: ${error.message}`;
   if (error.status < 500) return `The server refused this: ${error.message}`;
-  // It could not answer (a read over its time budget, a cost too large to price): its problem says why.
+  // It could not answer (a read over its time budget, the cost thread out of memory): its problem says why.
   return error.problem?.title ? `${error.problem.title}: ${error.message}` : `The server could not answer this (HTTP ${error.status}).`;
 }
 

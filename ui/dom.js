@@ -25,12 +25,12 @@ export function notice(text, kind = '') {
 
 /**
  * A failed read's notice; with a Retry button (`retry` called) when asking again may succeed: no
- * answer came, or the read ran out of time on a busy server or before its months were priced (a
- * cost too large to price would not).
+ * answer came, the read ran out of time on a busy server or before its months were priced, or the
+ * cost thread ran out of memory (a new one answers; a cost too large to price, a 422, would not).
  */
 export function failure(error, retry) {
   const shown = notice(failureMessage(error), 'error');
-  const again = error instanceof Unreachable || (error instanceof ApiError && (error.code === 'BM_ERR_QUERY_TIMEOUT' || error.code === 'BM_ERR_COST_NOT_READY'));
+  const again = error instanceof Unreachable || (error instanceof ApiError && ['BM_ERR_QUERY_TIMEOUT', 'BM_ERR_COST_NOT_READY', 'BM_ERR_COST_OUT_OF_MEMORY'].includes(error.code));
   if (again) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
   return shown;
 }

@@ -25,6 +25,8 @@ import { costBounds } from './service.js';
 const flag = () => new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 /** When to ask again for costs still being priced. */
 const NOT_READY_RETRY_AFTER_SECONDS = 10;
+/** When to ask again after the thread ran out of heap (the next request starts another): as for costs not ready. */
+const OUT_OF_MEMORY_RETRY_AFTER_SECONDS = 10;
 const notReady = (ms: number) =>
   new BmError(
     'BM_ERR_COST_NOT_READY',
@@ -194,11 +196,17 @@ export class CostThread {
     worker.on('exit', () => {
       if (this.#closed || worker !== this.#worker) return;
       this.#worker = undefined;
-      // Out of its heap is what a large request can cause (not a bug): a coded 503, as the bound's refusal.
+      // Out of its heap is what a large request can cause (not a bug), but also what requests beside it
+      // and the months kept meet with it: a coded 503 to ask again (a new thread, nothing kept), not the
+      // bound's refusal (422, the same each time).
       const outOfHeap = (failure as { code?: unknown } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.#failAll(
         outOfHeap
-          ? new BmError('BM_ERR_COST_TOO_LARGE', `The cost thread ran out of its ${memoryMb.toLocaleString('en')} MB heap (--cost-heap-mb) pricing or keeping months; the costs it was answering were stopped. Ask for fewer months or a provider filter, or give it more heap.`)
+          ? new BmError(
+              'BM_ERR_COST_OUT_OF_MEMORY',
+              `The cost thread ran out of its ${memoryMb.toLocaleString('en')} MB heap (--cost-heap-mb) pricing or keeping months; the costs it was answering were stopped. Ask again after Retry-After; if this comes again, ask for fewer months or a provider filter, or give it more heap.`,
+              { retryAfter: OUT_OF_MEMORY_RETRY_AFTER_SECONDS },
+            )
           : new Error('the cost thread exited'),
       );
     });

@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { constants, gunzip, inflate } from 'node:zlib';
-import type { ErrorCode } from '../errors.js';
+import type { RefusalCode } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 
 const gunzipAsync = promisify(gunzip);
@@ -16,7 +16,7 @@ const inflateAsync = promisify(inflate);
 export interface RawBody {
   /** The decoded body; when `problem` is set, as much of it as was kept (at most the quarantine bound). */
   bytes: Buffer;
-  problem?: { code: ErrorCode; errors: FieldError[]; limit?: number };
+  problem?: { code: RefusalCode; errors: FieldError[]; limit?: number };
 }
 
 export interface BodyLimits {

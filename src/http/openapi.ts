@@ -18,7 +18,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import
 
 const DESCRIPTION = `Ingestion of object-storage usage events (README.md has the whole story).
 
-Every error is an RFC 9457 \`application/problem+json\` body with a stable \`code\` (${Object.keys(ERRORS).length} codes, README "Errors"); field errors carry \`errors: [{path, message, expected, received}]\`. \`429\` and \`503\` carry \`Retry-After\`.
+Every error is an RFC 9457 \`application/problem+json\` body with a stable \`code\` (${Object.keys(ERRORS).length} codes, README "Errors"); field errors carry \`errors: [{path, message, expected, received}]\`. \`429\` and \`503\` carry \`Retry-After\`: asking again may be answered. A refusal the same request would meet again (a cost or answer too large for its bound) is \`422\`, without it.
 
 Query parameters a route does not name, repeated ones and \`name[]\` forms are refused with \`400 BM_ERR_QUERY_INVALID\`.`;
 

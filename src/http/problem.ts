@@ -83,11 +83,11 @@ interface SchemaError {
 }
 
 /** A request the route's schema refused (Fastify's FST_ERR_VALIDATION), as a coded error naming each field. */
-export function schemaRefusal(error: unknown): BmError | undefined {
+export function schemaRefusal(error: unknown): BmError<'BM_ERR_QUERY_INVALID' | 'BM_ERR_BAD_REQUEST'> | undefined {
   const e = error as { code?: unknown; validation?: SchemaError[]; validationContext?: string } | null;
   if (e?.code !== 'FST_ERR_VALIDATION' || !Array.isArray(e.validation)) return undefined;
   const errors = e.validation.map(schemaFieldError);
-  const code: ErrorCode = e.validationContext === 'querystring' ? 'BM_ERR_QUERY_INVALID' : 'BM_ERR_BAD_REQUEST';
+  const code = e.validationContext === 'querystring' ? 'BM_ERR_QUERY_INVALID' : 'BM_ERR_BAD_REQUEST';
   return new BmError(code, errors[0]?.message, { errors });
 }
 

@@ -4,7 +4,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { BmError } from '../errors.js';
-import type { ErrorCode } from '../errors.js';
+import type { RefusalCode } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 import type { EventValidator } from '../events/validate.js';
 import type { CommitUnit, EventOutcome } from '../store/types.js';
@@ -26,7 +26,7 @@ export interface IngestOptions {
   now?: () => number;
 }
 
-type Decoded = { ok: true; value: unknown } | { ok: false; code: ErrorCode; errors: FieldError[] };
+type Decoded = { ok: true; value: unknown } | { ok: false; code: RefusalCode; errors: FieldError[] };
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -76,7 +76,7 @@ export class IngestService {
    */
   private submitBatch(tenantId: number, body: Buffer, source: string): { committed: Promise<EventOutcome[]>; rejected: BatchResult['rejected']; rejectedCount: number } {
     const receivedAt = this.now();
-    const refuse = (code: ErrorCode, errors: FieldError[], extra?: Record<string, unknown>) => ({
+    const refuse = (code: RefusalCode, errors: FieldError[], extra?: Record<string, unknown>) => ({
       committed: this.reject(tenantId, receivedAt, source, code, errors, body, extra),
       rejected: [],
       rejectedCount: 0,
@@ -101,11 +101,11 @@ export class IngestService {
    * Keeps a body the transport layer refused (too large, undecodable, wrong media type) in quarantine,
    * then throws the coded error for the reply.
    */
-  async rejectBody(tenantId: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
+  async rejectBody(tenantId: number, source: string, code: RefusalCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
     return this.reject(tenantId, this.now(), source, code, errors, body, extra);
   }
 
-  private async reject(tenantId: number, receivedAt: number, source: string, code: ErrorCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
+  private async reject(tenantId: number, receivedAt: number, source: string, code: RefusalCode, errors: FieldError[], body: Buffer, extra: Record<string, unknown> = {}): Promise<never> {
     const quotaLoaded = this.options.quota.ready(tenantId, receivedAt);
     if (quotaLoaded !== undefined) await quotaLoaded;
     this.options.quota.take(tenantId, 1, receivedAt);

@@ -3,7 +3,7 @@
  * to quarantine. Ingestion (a batch body) and quarantine replay (a kept input, run again) both use
  * it, so both keep the same rules: what is stored, what is kept, and how much of it.
  */
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode, RefusalCode } from '../errors.js';
 import type { FieldError } from '../events/field-error.js';
 import type { EventValidator } from '../events/validate.js';
 import type { CommitUnit, QuarantineInput } from '../store/types.js';
@@ -68,7 +68,7 @@ export function quarantineEntry(from: UnitSource, code: ErrorCode, errors: Field
 }
 
 /** The code an invalid event is answered and quarantined with: unmapped ones get their own, to be found and counted. */
-export function rejectionCode(result: { unmapped: boolean }): ErrorCode {
+export function rejectionCode(result: { unmapped: boolean }): RefusalCode {
   return result.unmapped ? 'BM_ERR_EVENT_UNMAPPED' : 'BM_ERR_EVENT_INVALID';
 }
 

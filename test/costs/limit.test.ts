@@ -1,5 +1,5 @@
 /**
- * The per-request bound on what cost prices (BM_ERR_COST_TOO_LARGE, 503): past it the request is
+ * The per-request bound on what cost prices (BM_ERR_COST_TOO_LARGE, 422): past it the request is
  * refused with the bound in its message, a provider filter prices only that provider's account
  * (so it fits), and under the bound both answers agree with the unbounded one. A month past it is
  * refused after its first day past it, and at once after (its usage rows only grow). A real SQLite store.

@@ -162,14 +162,15 @@ describe('cost thread that exits', () => {
 });
 
 describe('cost thread out of its heap', () => {
-  it('answers the request it had with a coded 503 (not an internal error), and the next request starts another thread', async () => {
+  it('answers the request it had with a coded 503 and Retry-After (not an internal error, nor the bound\'s 422), and the next request starts another thread', async () => {
     // The first thread fills its heap of 64 MB.
     const { costs, close } = await failingOnce('const held = []; for (;;) held.push(Array.from({ length: 1e5 }, (_, i) => ({ i })));', 64);
     try {
       const query = dayQuery();
-      await assert.rejects(costs.page(1, query), (err: { code?: string; status?: number; message: string }) => {
-        assert.equal(err.code, 'BM_ERR_COST_TOO_LARGE', err.message);
+      await assert.rejects(costs.page(1, query), (err: { code?: string; status?: number; message: string; extra?: { retryAfter?: number } }) => {
+        assert.equal(err.code, 'BM_ERR_COST_OUT_OF_MEMORY', err.message);
         assert.equal(err.status, 503);
+        assert.equal(err.extra?.retryAfter, 10);
         assert.match(err.message, /64 MB heap/);
         return true;
       });

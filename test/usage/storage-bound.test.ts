@@ -1,5 +1,5 @@
 /**
- * The bound on rows of stored bytes per usage answer (BM_ERR_ANSWER_TOO_LARGE, 503): with
+ * The bound on rows of stored bytes per usage answer (BM_ERR_ANSWER_TOO_LARGE, 422): with
  * storage=true every group has a row in every window, so groups × windows past the bound is refused
  * before those rows are built, naming the count and the bound; at the bound exactly the answer is
  * the unbounded one. A real SQLite store (the HTTP test in test/inventory/http.test.ts meets the real bound).
@@ -44,7 +44,7 @@ describe('usage: the bound on rows of stored bytes per answer', () => {
     await assert.rejects(new UsageService(store.usage, store.inventory, { rows: 0 }, { storageRows: 29 }).query(tenantId, request), (err: unknown) => {
       assert.ok(err instanceof BmError);
       assert.equal(err.code, 'BM_ERR_ANSWER_TOO_LARGE');
-      assert.equal(err.status, 503);
+      assert.equal(err.status, 422);
       assert.match(err.message, /3 groups in 10 windows are 30 rows, more than the 29 a request may hold/);
       return true;
     });
