@@ -30,7 +30,7 @@ export const ERRORS = {
   BM_ERR_QUARANTINE_QUOTA: { status: 429, title: 'Quarantine quota exceeded', hint: "This tenant's invalid inputs reached today's quarantine limit (--quarantine-max-per-day): fix the client. Requests without invalid input are still accepted; the quota renews at 00:00 UTC (Retry-After)." },
   BM_ERR_RATE_LIMITED: { status: 429, title: 'Rate limit exceeded', hint: 'Slow down; retry after the Retry-After seconds.' },
   BM_ERR_OVERLOADED: { status: 503, title: 'Server overloaded', hint: 'The write queue is full; retry after the Retry-After seconds.' },
-  BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot take writes now; retry after the Retry-After seconds. A write the database did not answer may be stored yet: retry with the same eventIds (never stored twice).' },
+  BM_ERR_STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', hint: 'The database cannot be reached, or cannot take writes, now; retry after the Retry-After seconds. A write the database did not answer may be stored yet: retry with the same eventIds (never stored twice).' },
   BM_ERR_SHUTTING_DOWN: { status: 503, title: 'Shutting down', hint: 'This node is stopping; retry (another node, or this one after restart).' },
   BM_ERR_CLIENT_CLOSED: { status: 499, title: 'Client closed the request', hint: 'The client closed its connection before the answer, so the reads behind it were not run, or were stopped. No client receives this reply: it is for the access log and the metrics.' },
   BM_ERR_REQUEST_TIMEOUT: { status: 408, title: 'Request timeout', hint: 'The request (headers and body) did not arrive in time.' },

@@ -105,6 +105,31 @@ describe('PostgreSQL: several nodes', { skip: SKIP }, () => {
     }
   });
 
+  it('reads while the database is cut: 503 BM_ERR_STORE_UNAVAILABLE with Retry-After on every read path, not a 500', async () => {
+    const key = await createKey('reads-cut', pgArgs());
+    const proxy = await startTcpProxy(new URL(databaseUrl).hostname, Number(new URL(databaseUrl).port || 5432));
+    const server = await startServer({ args: ['--database-url', viaProxy(databaseUrl, proxy)] });
+    try {
+      const range = 'from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z';
+      // The cost thread's reads (its own connections) included: its error crosses to the main thread coded.
+      const paths = ['/v1/events', `/v1/usage?${range}`, `/v1/usage/reconcile?${range}`, `/v1/costs?${range}`, '/v1/quarantine', '/v1/objects?bucket=b'];
+      // The key is checked (and kept) while the database answers.
+      for (const path of paths) assert.equal((await request(`${server.url}${path}`, { key })).status, 200, path);
+      proxy.cut();
+      for (const path of paths) {
+        const reply = await request(`${server.url}${path}`, { key });
+        assert.equal(reply.status, 503, `${path}: ${reply.text}`);
+        assert.match(reply.headers.get('content-type')!, /^application\/problem\+json/);
+        assert.equal(reply.json.code, 'BM_ERR_STORE_UNAVAILABLE', path);
+        assert.equal(reply.headers.get('retry-after'), '1', path);
+      }
+    } finally {
+      proxy.restore();
+      await server.stop();
+      await proxy.close();
+    }
+  });
+
   it('serve --workers 2 serves from two processes on one database', async () => {
     const key = await createKey('workers', pgArgs());
     const server = await startServer({ args: [...pgArgs(), '--workers', '2'] });

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../background-thread.js';
 import { loadPricing } from '../pricing/setup.js';
 import { openThreadReads } from '../store/thread-reads.js';
+import { asQueryTimeout } from '../query/timed.js';
 import type { CaughtUpFor, ThreadReads } from '../store/types.js';
 import { costCsv, costFocus, costJson, inChunks } from './format.js';
 import type { CostThreadData, FromCostThread, ToCostThread } from './protocol.js';
@@ -88,6 +89,7 @@ async function handle(message: ToCostThread): Promise<void> {
 
 port.on('message', (message: ToCostThread) => {
   handle(message).catch((err: unknown) => {
-    if ('id' in message) send({ type: 'error', id: message.id, error: toWire(err) });
+    // Coded here: a store's error class does not cross to the main thread.
+    if ('id' in message) send({ type: 'error', id: message.id, error: toWire(asQueryTimeout(err)) });
   });
 });

@@ -3,6 +3,7 @@ import { BmError, ERRORS } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import { describeReceived, pointerToken, quoteExcerpt } from '../events/field-error.js';
 import type { FieldError } from '../events/field-error.js';
+import { asQueryTimeout } from '../query/timed.js';
 
 export interface Problem {
   status: number;
@@ -45,7 +46,7 @@ export function problemTypeUri(code: ErrorCode): string {
 }
 
 export function toProblem(thrown: unknown, instance?: string): Problem {
-  const error = schemaRefusal(thrown) ?? thrown;
+  const error = schemaRefusal(thrown) ?? asQueryTimeout(thrown);
   const code = codeOf(error);
   const spec = ERRORS[code];
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
