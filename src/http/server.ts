@@ -103,7 +103,8 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     connectionTimeout: idleTimeoutMs(deps.requestTimeoutMs),
     keepAliveTimeout: 65_000,
     maxRequestsPerSocket: 0,
-    return503OnClosing: true,
+    // Answered by the onRequest hook instead: Fastify's own is a bare JSON 503 without a code or Retry-After.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     ...(deps.tls ? { https: { ...server, ...deps.tls } } : { http: server }),
     // Requests Node or the router refuse before any route runs get problem+json too.
@@ -133,7 +134,16 @@ export async function buildHttpServer(deps: HttpDeps): Promise<FastifyInstance> 
     );
   });
 
-  app.addHook('onRequest', async (request) => {
+  let stopping = false;
+  app.addHook('preClose', async () => {
+    stopping = true;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    // A request that reaches the node while it stops (behind another on a connection kept alive).
+    if (stopping) {
+      reply.header('connection', 'close');
+      throw new BmError('BM_ERR_SHUTTING_DOWN', 'This node is stopping; ask again (another node, or this one after its restart).', { retryAfter: STOPPING_RETRY_AFTER_SECONDS });
+    }
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) throw new BmError('BM_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
     // A bare "GET /" line parses as HTTP/0.9, which no client of this API sends (and which has no headers).
     if (request.raw.httpVersionMajor === 0) throw new BmError('BM_ERR_BAD_REQUEST', 'HTTP/0.9 is not supported; send HTTP/1.1.');
@@ -189,6 +199,9 @@ function sendProblem(error: unknown, request: FastifyRequest, reply: FastifyRepl
   else if (problem.status === 413 && !request.raw.complete) discardRestOfBody(request, reply);
   void reply.code(problem.status).headers(problem.headers).send(problem.body);
 }
+
+/** When a request refused while the node stops may ask again: another node answers at once, a restart in seconds. */
+const STOPPING_RETRY_AFTER_SECONDS = 1;
 
 /** How long a refused body may keep arriving after its reply before the connection is cut. */
 const LINGER_MS = 5000;

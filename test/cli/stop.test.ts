@@ -1,4 +1,7 @@
-/** A stop must not wait on clients: a connection whose request ends after SIGTERM is closed after its reply. */
+/**
+ * A stop must not wait on clients: a connection whose request ends after SIGTERM is closed after its
+ * reply; a request behind it gets 503 BM_ERR_SHUTTING_DOWN with Retry-After, as every 503.
+ */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
@@ -9,7 +12,7 @@ import { startServer, tempDir } from '../support/server.js';
 const STOP_BOUND_MS = 20_000;
 
 describe('graceful stop', () => {
-  it('answers the request in flight, then closes its keep-alive connection and exits', async () => {
+  it('answers the request in flight, refuses the one behind it as shutting down, then closes its keep-alive connection and exits', async () => {
     const server = await startServer({ dataDir: tempDir() });
     const body = JSON.stringify({ ...(minimalWireEvent('ListBuckets') as object), eventId: 'in-flight' });
     const socket = connect(server.port, '127.0.0.1');
@@ -23,7 +26,8 @@ describe('graceful stop', () => {
     const exited = new Promise<number | null>((done) => server.child.once('exit', (code) => done(code)));
     server.child.kill('SIGTERM');
     await new Promise((done) => setTimeout(done, 200));
-    socket.write(body);
+    // A second request pipelined behind it reaches the node while it stops.
+    socket.write(`${body}GET /ping HTTP/1.1\r\nhost: x\r\nx-api-key: ${server.bootstrapKey!}\r\n\r\n`);
     const outcome = await Promise.race([exited.then((code) => ({ code })), new Promise<'hung'>((done) => setTimeout(() => done('hung'), STOP_BOUND_MS).unref())]);
     socket.destroy();
     assert.notEqual(outcome, 'hung', `the server was still running ${STOP_BOUND_MS} ms after SIGTERM:\n${server.output()}`);
@@ -31,5 +35,12 @@ describe('graceful stop', () => {
     await socketClosed;
     assert.match(received, /^HTTP\/1\.1 200 /, 'the request in flight was answered');
     assert.match(received, /"eventId":"in-flight"/);
+    // The request behind it: refused as every error is (problem+json, a code, Retry-After), not Fastify's bare 503.
+    const refused = received.slice(received.indexOf('HTTP/1.1 ', 1));
+    assert.match(refused, /^HTTP\/1\.1 503 /);
+    assert.match(refused, /\r\ncontent-type: application\/problem\+json/i);
+    assert.match(refused, /\r\nretry-after: 1\r\n/i);
+    assert.match(refused, /\r\nconnection: close\r\n/i);
+    assert.match(refused, /"code":"BM_ERR_SHUTTING_DOWN"/);
   });
 });
