@@ -53,8 +53,9 @@ const KEPT_ANSWERS = 64;
 export const KEPT_ANSWER_ROWS = 300_000;
 /**
  * Months priced at once by a cost thread; a request for another month waits its turn. Each holds a
- * month's quantities while it prices, and one pricing goes on after its requests left (while it can
- * still be kept), so without a bound requests given up on would pile pricings up.
+ * month's quantities while it prices (together within one bound: CostService.#pool), and one pricing
+ * goes on after its requests left (while it can still be kept), so without a bound requests given up
+ * on would pile pricings up.
  */
 const MAX_PRICINGS = 2;
 
@@ -275,7 +276,26 @@ interface Budget {
   left: number;
   readonly limit: number;
   readonly cancelled: Cancelled;
+  /** A month's pricing's (CostService.priceMonth): the thread's pool its quantities are held in, and how many it holds. */
+  readonly share?: { readonly pool: Pool; held: number };
 }
+
+/**
+ * The quantities of the months a thread prices at once, held together against one bound (its
+ * maxKeyHours: costBounds' 5/8 is for them all, not for each), each given back when its pricing ends.
+ */
+interface Pool {
+  readonly size: number;
+  held: number;
+  /** The most held at once. */
+  peak: number;
+}
+
+/**
+ * A pricing within its request's bound but past the pool, another pricing holding the rest: it
+ * gives back what it took and prices again alone (CostService.#pooled), never refused for it.
+ */
+class PoolTaken extends Error {}
 
 /** Between a request's reads and pricing steps: one whose caller left stops there. */
 function checkpoint(budget: Budget): void {
@@ -297,6 +317,14 @@ function spend(budget: Budget, keyHours: number, month: string, refusal: (budget
   checkpoint(budget);
   budget.left -= keyHours;
   if (budget.left < 0) throw refusal(budget, month);
+  const share = budget.share;
+  if (share === undefined) return;
+  const { pool } = share;
+  // Alone, past the pool is past the month's bound (a request's is never more than the pool, unless given one that is).
+  if (pool.held + keyHours > pool.size) throw pool.held > share.held ? new PoolTaken() : refusal(budget, month);
+  share.held += keyHours;
+  pool.held += keyHours;
+  pool.peak = Math.max(pool.peak, pool.held);
 }
 
 /** A month being priced, and the requests waiting for it (each gone once its flag is set). */
@@ -340,9 +368,17 @@ export class CostService {
   readonly #pricings = new Map<string, MonthPricing>();
   /** Requests waiting for a pricing to end before they start theirs (each gone once its flag is set). */
   readonly #turns: { wake: () => void; left: Cancelled }[] = [];
+  /** The quantities of #pricings, together at most maxKeyHours (what costBounds sized the heap for). */
+  readonly #pool: Pool;
+  /**
+   * Pricings that passed the pool while another held the rest, until they end: the first prices
+   * alone once every other pricing has ended or waits here too; no pricing starts meanwhile.
+   */
+  #alone: { pricing: MonthPricing; wake?: () => void }[] = [];
 
   constructor(private readonly deps: CostDeps) {
     this.#kept = new KeptAnswers({ rows: deps.keptRows ?? KEPT_ROWS });
+    this.#pool = { size: deps.maxKeyHours ?? MAX_KEY_HOURS, held: 0, peak: 0 };
   }
 
   #budget(cancelled: Cancelled = () => false): Budget {
@@ -472,12 +508,13 @@ export class CostService {
         checkpoint(budget);
         continue;
       }
-      if (this.#pricings.size < MAX_PRICINGS) break;
+      if (this.#startable()) break;
       await new Promise<void>((wake) => this.#turns.push({ wake, left: budget.cancelled }));
       checkpoint(budget);
     }
-    // Its own budget, from what the request has left: it goes on after the request left (below).
-    const own: Budget = { left: budget.left, limit: budget.limit, cancelled: () => false };
+    // Its own budget, from what the request has left: it goes on after the request left (below). Its
+    // quantities are held in the thread's pool with those of the other month priced at once.
+    const own: Budget = { left: budget.left, limit: budget.limit, cancelled: () => false, share: { pool: this.#pool, held: 0 } };
     const pricing: MonthPricing = { waiting: [budget.cancelled], left: budget.left, accounts: Promise.resolve([]), ended: Promise.resolve() };
     /**
      * Whether to go on: while a request waits for it, or else while what it prices is still the month's
@@ -491,11 +528,11 @@ export class CostService {
       }
       // Pricings nobody waits for never hold every turn from a request that waits (requests whose
       // clients left at once, of another tenant maybe, would otherwise hold it for minutes): one stops.
-      if (this.#pricings.size >= MAX_PRICINGS && ![...this.#pricings.values()].some(waitedFor) && this.#turns.some((turn) => !turn.left())) {
+      if (!this.#startable() && ![...this.#pricings.values()].some(waitedFor) && this.#turns.some((turn) => !turn.left())) {
         throw new ReadAbortedError('the cost request was abandoned: its caller left, and another request waits for its turn');
       }
     };
-    pricing.accounts = this.#priceVersion(tenantId, month, id, version, complete, providers, own, wanted);
+    pricing.accounts = this.#priceVersion(tenantId, month, id, version, complete, providers, own, wanted, pricing);
     this.#pricings.set(pricingId, pricing);
     // Nobody may be left to await it; its failure is each waiting request's, never an unhandled rejection.
     pricing.ended = pricing.accounts
@@ -504,12 +541,65 @@ export class CostService {
         () => {},
       )
       .finally(() => {
+        this.#giveBack(own);
         this.#pricings.delete(pricingId);
+        this.#alone = this.#alone.filter((a) => a.pricing !== pricing);
+        this.#wakeAlone();
         for (const turn of this.#turns.splice(0)) turn.wake();
       });
     const accounts = await pricing.accounts;
     budget.left = own.left;
     return accounts;
+  }
+
+  /** The most quantities the months priced at once have held together (never past maxKeyHours): for tests and benches. */
+  get quantitiesPeak(): number {
+    return this.#pool.peak;
+  }
+
+  /** Whether a request may start a pricing: a turn is free, and no pricing waits to price alone. */
+  #startable(): boolean {
+    return this.#pricings.size < MAX_PRICINGS && this.#alone.length === 0;
+  }
+
+  /**
+   * A month's pricing (`price`) with its quantities in the pool. Past the pool while another month
+   * holds the rest, it gives back what it took, waits to price alone, then begins again: two
+   * pricings never wait for each other, and a month that fits the bound alone is never refused for
+   * another's (a refusal is by its own budget, which the other months' quantities do not touch).
+   */
+  async #pooled(pricing: MonthPricing, budget: Budget, price: () => Promise<PricedAccount[]>): Promise<PricedAccount[]> {
+    const left = budget.left;
+    for (;;) {
+      try {
+        return await price();
+      } catch (err) {
+        if (!(err instanceof PoolTaken)) throw err;
+      }
+      this.#giveBack(budget);
+      budget.left = left;
+      const turn: { pricing: MonthPricing; wake?: () => void } = { pricing };
+      this.#alone.push(turn);
+      await new Promise<void>((wake) => {
+        turn.wake = wake;
+        this.#wakeAlone();
+      });
+    }
+  }
+
+  /** Wakes the first pricing waiting to price alone once every other pricing has ended or waits so too. */
+  #wakeAlone(): void {
+    const first = this.#alone[0];
+    if (first?.wake === undefined || ![...this.#pricings.values()].every((p) => this.#alone.some((a) => a.pricing === p))) return;
+    first.wake();
+    first.wake = undefined;
+  }
+
+  /** Gives back what a pricing holds of the pool. */
+  #giveBack(budget: Budget): void {
+    const share = budget.share!;
+    this.#pool.held -= share.held;
+    share.held = 0;
   }
 
   /** Prices one month at `version` (read before) and keeps it if the version read after agrees. */
@@ -522,13 +612,14 @@ export class CostService {
     providers: readonly string[] | undefined,
     budget: Budget,
     wanted: () => Promise<void>,
+    pricing: MonthPricing,
   ): Promise<PricedAccount[]> {
     const { end } = monthBounds(month);
     const key = versionKey(version);
     const whole = budget.left === budget.limit;
     let accounts: PricedAccount[];
     try {
-      accounts = await this.#price(tenantId, month, complete, providers, budget, wanted);
+      accounts = await this.#pooled(pricing, budget, () => this.#price(tenantId, month, complete, providers, budget, wanted));
     } catch (err) {
       const grows = err instanceof UsageTooLarge;
       if (whole && err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE') {
