@@ -10,7 +10,7 @@ export interface CostThreadData {
   reads: ThreadReadsSpec;
   /** Where the price book and the bucket assignment are read from (the thread loads its own). */
   pricing: Pick<Config, 'prices' | 'bucketPlans'>;
-  /** What one request may price and what is kept, derived from the thread's memory (costBounds). */
+  /** What one request, and the months priced at once together, may price, and what is kept: derived from the thread's memory (costBounds). */
   bounds: Omit<CostBounds, 'heapMb'>;
 }
 

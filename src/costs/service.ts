@@ -31,7 +31,8 @@ import { BmError } from '../errors.js';
 const HOUR = 3600;
 const DAY = 86400;
 /**
- * Attribution key × hour quantities one request may price (all months together), at most: each
+ * Attribution key × hour quantities one request may price (all months together), and the months a
+ * thread prices at once hold together (CostService.#pool), at most: each
  * costs hundreds of bytes as quantities and cost rows (COST_BYTES), so past the bound a request is refused
  * (503) instead of exhausting the cost thread's memory; the thread's bound is derived from its heap
  * (costBounds). A run of hours whose stored bytes do not change is one quantity, and the inventory
@@ -97,8 +98,9 @@ export interface CostBounds {
  * The cost thread's bounds from the memory it is given (--cost-heap-mb), so that what it keeps and
  * what one request prices fit in it together: a request too large for it is refused with
  * BM_ERR_COST_TOO_LARGE by its bound, not by the thread running out of heap (which drops every kept
- * month and every request in flight). Of the memory past the thread's own: 5/8 for one request's
- * pricing, 2/8 for kept months, 1/8 for kept answers, each at most its constant. The typed arrays
+ * month and every request in flight). Of the memory past the thread's own: 5/8 for the months being
+ * priced (one request's, and the two priced at once together), 2/8 for kept months, 1/8 for kept
+ * answers, each at most its constant. The typed arrays
  * (columns) are outside V8's heap limit, so the heap is given what they may take less.
  */
 export function costBounds(memoryMb: number): CostBounds {
