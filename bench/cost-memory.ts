@@ -21,10 +21,12 @@
  *   memory. Writes nothing to the store.
  * - `keptmonth <db> <tenant> <now> <month>` (the same flags): one month of a real store priced and
  *   kept, on the same reads: its heap and typed arrays held against dropped, per fine row.
- * - `pair <db> <tenant> <now> <pool> <month> <month>` (the same flags): two months of a real store priced
- *   at once, as two requests of a month each, on a service bounded at `pool` quantities, not kept: the
- *   most live heap and typed arrays between their steps (after collections), the most quantities held
- *   at once (quantitiesPeak; null before the months shared the bound) and the time.
+ * - `pair <db> <tenant> <now> <pool> <steps> <month> <month>` (the same flags): two months of a real
+ *   store priced at once, as two requests of a month each on a service bounded at `pool` quantities,
+ *   not kept, the second asked once the first's pricing has taken `steps` steps (polls of its
+ *   request): the most live heap and typed arrays between their steps (after collections), the most
+ *   quantities held at once (quantitiesPeak; null where the service has none, before the months
+ *   shared the bound) and the time.
  * Prints `BENCH {...}` lines.
  */
 import { join } from 'node:path';
@@ -228,23 +230,29 @@ async function keptMonth(path: string, tenantId: number, now: number, month: str
   await reads.close();
 }
 
-async function pair(path: string, tenantId: number, now: number, pool: number, months: string[]): Promise<void> {
+async function pair(path: string, tenantId: number, now: number, pool: number, steps: number, months: string[]): Promise<void> {
   const reads = await openThreadReads({ backend: 'sqlite', path, busyTimeoutMs: 5000 }, async () => {});
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
   const service = new CostService({ usage: reads.usage, storage: reads.storage, pricing, now: () => now, maxKeyHours: pool, keptRows: 0 });
   let most = 0;
+  let taken = 0;
+  let second: () => void = () => {};
+  const secondAsked = new Promise<void>((ask) => {
+    second = ask;
+  });
   // Polled by each pricing between its steps while its request waits for it (as in month).
-  const sample = () => {
+  const sample = (first: boolean) => () => {
+    if (first && ++taken === steps) second();
     gc();
     const m = process.memoryUsage();
     most = Math.max(most, m.heapUsed + m.arrayBuffers);
     return false;
   };
+  const priced = async (m: string, first: boolean) =>
+    (await service.priceMonth(tenantId, m, undefined, { left: pool, limit: pool, cancelled: sample(first) })).reduce((n, a) => n + a.priced.length, 0);
   const started = Date.now();
-  const fineRows = await Promise.all(
-    months.map(async (m) => (await service.priceMonth(tenantId, m, undefined, { left: pool, limit: pool, cancelled: sample })).reduce((n, a) => n + a.priced.length, 0)),
-  );
-  print({ step: 'pair', pool, months, fineRows, mostLiveMb: Math.round(most / 2 ** 20), quantitiesPeak: service.quantitiesPeak ?? null, ms: Date.now() - started, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) });
+  const fineRows = await Promise.all([priced(months[0]!, true), secondAsked.then(() => priced(months[1]!, false))]);
+  print({ step: 'pair', pool, steps, months, fineRows, mostLiveMb: Math.round(most / 2 ** 20), quantitiesPeak: service.quantitiesPeak ?? null, ms: Date.now() - started, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) });
   await reads.close();
 }
 
@@ -256,5 +264,5 @@ else if (command === 'need') await need(dir!, numbers[0]!);
 else if (command === 'price') await price(dir!);
 else if (command === 'month') await month(dir!, numbers[0]!, numbers[1]!, rest.slice(2));
 else if (command === 'keptmonth') await keptMonth(dir!, numbers[0]!, numbers[1]!, rest[2]!);
-else if (command === 'pair') await pair(dir!, numbers[0]!, numbers[1]!, numbers[2]!, rest.slice(3));
+else if (command === 'pair') await pair(dir!, numbers[0]!, numbers[1]!, numbers[2]!, numbers[3]!, rest.slice(4));
 else throw new Error('usage: cost-memory build|kept|need|price|month|keptmonth|pair <dir> ...');
