@@ -32,10 +32,10 @@ const HOUR = 3600;
 const DAY = 86400;
 /**
  * Attribution key × hour quantities one request may price (all months together), and the months a
- * thread prices at once hold together (CostService.#pool), at most: each
- * costs hundreds of bytes as quantities and cost rows (COST_BYTES), so past the bound a request is refused
- * (503) instead of exhausting the cost thread's memory; the thread's bound is derived from its heap
- * (costBounds). A run of hours whose stored bytes do not change is one quantity, and the inventory
+ * thread prices at once hold together (CostService.#pool), at most: each costs hundreds of bytes
+ * as quantities and cost rows (COST_BYTES), so past the bound a request is refused (503) instead of
+ * exhausting the cost thread's memory; the thread's bound is derived from its heap (costBounds). A
+ * run of hours whose stored bytes do not change is one quantity, and the inventory
  * rows it is built from are counted before it is built: the bound is on the work.
  */
 export const MAX_KEY_HOURS = 50_000_000;
@@ -100,8 +100,8 @@ export interface CostBounds {
  * BM_ERR_COST_TOO_LARGE by its bound, not by the thread running out of heap (which drops every kept
  * month and every request in flight). Of the memory past the thread's own: 5/8 for the months being
  * priced (one request's, and the two priced at once together), 2/8 for kept months, 1/8 for kept
- * answers, each at most its constant. The typed arrays
- * (columns) are outside V8's heap limit, so the heap is given what they may take less.
+ * answers, each at most its constant. The typed arrays (columns) are outside V8's heap limit, so
+ * the heap is given what they may take less.
  */
 export function costBounds(memoryMb: number): CostBounds {
   // A MB less: the heap given is whole MB, rounded down.
