@@ -33,7 +33,7 @@ const DAY = 86400;
 /**
  * Attribution key × hour quantities one request may price (all months together), and the months a
  * thread prices at once hold together (CostService.#pool), at most: each costs hundreds of bytes
- * as quantities and cost rows (COST_BYTES), so past the bound a request is refused (503) instead of
+ * as quantities and cost rows (COST_BYTES), so past the bound a request is refused (422) instead of
  * exhausting the cost thread's memory; the thread's bound is derived from its heap (costBounds). A
  * run of hours whose stored bytes do not change is one quantity, and the inventory
  * rows it is built from are counted before it is built: the bound is on the work.
