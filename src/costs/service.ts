@@ -25,6 +25,7 @@ import { KeptAnswers } from '../query/kept.js';
 import { MAX_ANSWER_ROWS, compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
 import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
+import { costCsv, costJson } from './format.js';
 import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
 import { BmError } from '../errors.js';
 
@@ -84,6 +85,8 @@ export const COST_BYTES = {
   rowArrays: 96,
   /** A kept row of an answer: a group (its dimensions, exact sums) or a whole answer's row (decimal texts); measured 750 and 660. */
   answerRow: 768,
+  /** A kept page's text besides its characters (counted two bytes each): its key, its entry and the page object (measured 106–222 bytes). */
+  keptText: 256,
 } as const;
 
 export interface CostBounds {
@@ -245,10 +248,74 @@ function providerPasses(provider: string, filters: UsageRequest['filters']): boo
   return values === undefined || values.some((v) => v !== '' && v === provider);
 }
 
-/** A kept answer (CostService.#answers): a month's groups for a query, or a whole answer's rows. */
-type KeptAnswer = { months: WeakRef<PricedAccount[]>[] } & ({ groups: CostGroups } | { sorted: GroupedCost[] });
+/** A page as sent: JSON or CSV (request.format), and the cursor of the next page. */
+export interface CostText {
+  readonly text: string;
+  readonly nextCursor: string | null;
+}
 
-const weight = (answer: KeptAnswer | undefined) => (answer === undefined ? 0 : 'groups' in answer ? answer.groups.size : answer.sorted.length);
+/** A whole answer kept (CostService.#answers): its rows, merged and sorted, and the pages written from them. */
+interface WholeAnswer {
+  readonly months: WeakRef<PricedAccount[]>[];
+  readonly sorted: readonly CostRowOut[];
+  /** Pages as sent (pageText), by format, cursor and limit. */
+  readonly texts: Map<string, CostText>;
+  /** What the texts weigh, as answer rows (textWeight). */
+  textRows: number;
+}
+
+/** A kept answer: a month's groups for a query, or a whole answer. */
+type KeptAnswer = { readonly months: WeakRef<PricedAccount[]>[]; readonly groups: CostGroups } | WholeAnswer;
+
+const weight = (answer: KeptAnswer | undefined) => (answer === undefined ? 0 : 'groups' in answer ? answer.groups.size : answer.sorted.length + answer.textRows);
+
+/**
+ * A kept page's heap as answer rows (COST_BYTES.answerRow each): two bytes a character (V8 keeps a
+ * text with any character past U+00FF as UTF-16, one byte a character otherwise) and its entry.
+ */
+const textWeight = (key: string, page: CostText) => Math.ceil((2 * (key.length + page.text.length + (page.nextCursor?.length ?? 0)) + COST_BYTES.keptText) / COST_BYTES.answerRow);
+
+const tooMany = (most: number) =>
+  new BmError('BM_ERR_ANSWER_TOO_LARGE', `The costs asked for are more than the ${most.toLocaleString('en')} rows (groups × windows) a request may hold; ask for fewer windows or groups.`);
+
+/** The request's cursor decoded (one this query could have made: its windows, its flags): a bad one is refused before anything is priced. */
+const cursorOf = (request: UsageRequest, windows: AnswerWindows) => (request.cursor === undefined ? undefined : decodeCursor(request.cursor, windows.bounds, request.groupBy.length + 4, 2));
+
+/** The rows of a whole answer after the cursor, at most request.limit; the kept rows themselves, not copies. */
+function pageOf(sorted: readonly CostRowOut[], request: UsageRequest, after: ReturnType<typeof cursorOf>): CostPage {
+  const rows: CostRowOut[] = [];
+  let more = false;
+  for (const g of sorted) {
+    if (after !== undefined && compareRows({ start: g.start, values: sortValues(g, request.groupBy) }, after) <= 0) continue;
+    if (rows.length === request.limit) {
+      more = true;
+      break;
+    }
+    rows.push(g);
+  }
+  const last = rows[rows.length - 1];
+  return { rows, nextCursor: more && last !== undefined ? encodeCursor({ start: last.start, values: sortValues(last, request.groupBy) }) : null };
+}
+
+/** A request's windows: their bounds (hours since the epoch), each hour's window, and each window's bounds (seconds). */
+interface AnswerWindows {
+  readonly bounds: readonly number[];
+  windowOf(hour: number): number;
+  readonly starts: readonly number[];
+  readonly ends: readonly number[];
+  endOf(start: number): number;
+}
+
+function answerWindows(request: UsageRequest): AnswerWindows {
+  const bounds = requestBounds(request);
+  const fromHour = request.from / HOUR;
+  const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);
+  for (let w = 0; w + 1 < bounds.length; w++) windowOfHour.fill(w, bounds[w]! - fromHour, bounds[w + 1]! - fromHour);
+  const starts = bounds.slice(0, -1).map((b) => b * HOUR);
+  const ends = bounds.slice(1).map((b) => b * HOUR);
+  const endOfStart = new Map(starts.map((s, w) => [s, ends[w]!]));
+  return { bounds, windowOf: (hour) => windowOfHour[hour / HOUR - fromHour]!, starts, ends, endOf: (start) => endOfStart.get(start)! };
+}
 
 export interface CostDeps {
   usage: Pick<UsageStore, 'query' | 'version'>;
@@ -350,8 +417,9 @@ export class CostService {
    * made from: reused while every one of them is still the one kept (not holding them alive). Two
    * kinds, by id: a month's groups for a query (merged with the other months' into an answer: a
    * month priced again leaves the others' reused) and whole answers (the months' groups merged and
-   * sorted). Bounded together by their rows (keptAnswerRows): a group weighs about what an
-   * answer's row does, and uncounted, the groups of 8 hourly answers held 412 MB (review).
+   * sorted, with the pages written from them as sent). Bounded together by their rows
+   * (keptAnswerRows): a group weighs about what an answer's row does, a page its characters
+   * (textWeight), and uncounted, the groups of 8 hourly answers held 412 MB (review).
    */
   readonly #answers = new Map<string, KeptAnswer>();
   /** The rows of #answers, all together. */
@@ -407,66 +475,85 @@ export class CostService {
 
   /** `cancelled`: polled between reads and pricing steps; once true, rejects with ReadAbortedError. */
   async query(tenantId: number, request: UsageRequest, cancelled?: Cancelled): Promise<CostPage> {
-    const bounds = requestBounds(request);
-    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, bounds, request.groupBy.length + 4, 2);
-    const fromHour = request.from / HOUR;
-    // The window of each hour of the range: its start and end.
-    const windowOfHour = new Int32Array(bounds[bounds.length - 1]! - fromHour);
-    for (let w = 0; w + 1 < bounds.length; w++) windowOfHour.fill(w, bounds[w]! - fromHour, bounds[w + 1]! - fromHour);
-    const windowOf = (hour: number) => windowOfHour[hour / HOUR - fromHour]!;
-    const starts = bounds.slice(0, -1).map((b) => b * HOUR);
-    const windowEnds = bounds.slice(1).map((b) => b * HOUR);
-    // Each month's share of the answer, kept with the month's rows (so for as long as they are).
-    const answer = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
-    const merged: CostGroups = new Map();
+    const windows = answerWindows(request);
+    const after = cursorOf(request, windows);
+    return pageOf((await this.#whole(tenantId, request, windows, cancelled)).answer.sorted, request, after);
+  }
+
+  /**
+   * The page as sent: JSON or CSV (request.format), written by format.ts as for the CLI. Kept beside
+   * the whole answer it was written from, by format, cursor and limit, and dropped with it: asked
+   * again while the answer is reused, the same text is returned, no row or character made again.
+   */
+  async pageText(tenantId: number, request: UsageRequest, cancelled?: Cancelled): Promise<CostText> {
+    const windows = answerWindows(request);
+    const after = cursorOf(request, windows);
+    const { id, answer } = await this.#whole(tenantId, request, windows, cancelled);
+    const key = JSON.stringify([request.format, request.cursor ?? null, request.limit]);
+    const kept = answer.texts.get(key);
+    if (kept !== undefined) return kept;
+    const page = pageOf(answer.sorted, request, after);
+    const made = { text: request.format === 'csv' ? costCsv(request, page) : costJson(request, page), nextCursor: page.nextCursor };
+    this.#keepText(id, answer, key, made);
+    return made;
+  }
+
+  /**
+   * The whole answer, every month's groups merged and sorted: the kept one when it was made from
+   * exactly the months priceMonth returns now (each still the one kept), found before any month's
+   * groups are looked at; else made from them and kept.
+   */
+  async #whole(tenantId: number, request: UsageRequest, windows: AnswerWindows, cancelled?: Cancelled): Promise<{ id: string; answer: WholeAnswer }> {
+    const answerId = JSON.stringify([request.from, request.to, request.granularity, request.timeZone, request.groupBy, request.filters]);
+    const id = `${tenantId}\u0000${answerId}`;
+    const kept = this.#answers.get(id);
+    const whole = kept !== undefined && 'sorted' in kept ? kept : undefined;
     const most = this.deps.maxAnswerRows ?? MAX_ANSWER_ROWS;
-    const tooMany = () =>
-      new BmError('BM_ERR_ANSWER_TOO_LARGE', `The costs asked for are more than the ${most.toLocaleString('en')} rows (groups × windows) a request may hold; ask for fewer windows or groups.`);
     const budget = this.#budget(cancelled);
-    const months: PricedAccount[][] = [];
+    const months: { month: string; accounts: PricedAccount[] }[] = [];
+    const merged: CostGroups = new Map();
+    let mergedMonths = 0;
+    // From the first month that is not one the kept answer was made from, every month's groups, each
+    // merged once priced (so that too many groups are refused before the next month is priced).
+    const mergeMonths = () => {
+      for (; mergedMonths < months.length; mergedMonths++) {
+        const { month, accounts } = months[mergedMonths]!;
+        const groups = this.#monthGroups(`${tenantId}\u0000${month}\u0000${answerId}`, accounts, request, windows, most - merged.size);
+        if (groups === undefined) throw tooMany(most);
+        mergeCosts(merged, groups);
+        if (merged.size > most) throw tooMany(most);
+      }
+    };
     for (const month of monthsOf(request.from, request.to)) {
       const accounts = await this.priceMonth(tenantId, month, request.filters.provider, budget);
-      const monthId = `${tenantId}\u0000${month}\u0000${answer}`;
-      const kept = this.#keptAnswer(monthId, [accounts]);
-      let groups = kept !== undefined && 'groups' in kept ? kept.groups : undefined;
-      if (groups === undefined) {
-        const made: CostGroups = new Map();
-        for (const account of accounts) {
-          if (!providerPasses(account.provider, request.filters)) continue;
-          const range = { from: request.from, to: request.to, filter: keyFilter(account.priced.keys.labels, request.filters) };
-          // Stopped part way: not kept. The month's groups count against what the months before left (a window
-          // across two months counts in both: refused a little early near the bound, never late).
-          const whole = addCostColumns(made, account.provider, account.priced, range, request.groupBy as CostDimension[], windowOf, starts, windowEnds, most - merged.size);
-          if (!whole) throw tooMany();
-        }
-        this.#keepAnswer(monthId, { months: [new WeakRef(accounts)], groups: made });
-        groups = made;
-      }
-      mergeCosts(merged, groups);
-      if (merged.size > most) throw tooMany();
-      months.push(accounts);
+      months.push({ month, accounts });
+      if (mergedMonths === 0 && whole?.months[months.length - 1]?.deref() === accounts) continue;
+      mergeMonths();
     }
-    // The whole answer, sorted, as made from these very months before; else sorted now and kept.
-    const id = `${tenantId}\u0000${answer}`;
-    const kept = this.#keptAnswer(id, months);
-    let groups = kept !== undefined && 'sorted' in kept ? kept.sorted : undefined;
-    if (groups === undefined) {
-      groups = groupedCosts(merged);
-      this.#keepAnswer(id, { months: months.map((m) => new WeakRef(m)), sorted: groups });
+    if (mergedMonths === 0 && whole !== undefined && whole.months.length === months.length) return { id, answer: whole };
+    mergeMonths();
+    const answer: WholeAnswer = { months: months.map((m) => new WeakRef(m.accounts)), sorted: groupedCosts(merged, windows.endOf), texts: new Map(), textRows: 0 };
+    this.#keepAnswer(id, answer);
+    return { id, answer };
+  }
+
+  /**
+   * A month's groups for an answer: kept with the month's rows (so for as long as they are), else
+   * made and kept; undefined when they would be more than `room`.
+   */
+  #monthGroups(monthId: string, accounts: PricedAccount[], request: UsageRequest, windows: AnswerWindows, room: number): CostGroups | undefined {
+    const kept = this.#keptAnswer(monthId, [accounts]);
+    if (kept !== undefined && 'groups' in kept) return kept.groups;
+    const made: CostGroups = new Map();
+    for (const account of accounts) {
+      if (!providerPasses(account.provider, request.filters)) continue;
+      const range = { from: request.from, to: request.to, filter: keyFilter(account.priced.keys.labels, request.filters) };
+      // Stopped part way: not kept. The month's groups count against what the months before left (a window
+      // across two months counts in both: refused a little early near the bound, never late).
+      if (!addCostColumns(made, account.provider, account.priced, range, request.groupBy as CostDimension[], windows.windowOf, windows.starts, windows.ends, room)) return undefined;
     }
-    const ends = new Map(bounds.slice(0, -1).map((b, i) => [b * HOUR, bounds[i + 1]! * HOUR]));
-    const page: CostRowOut[] = [];
-    let more = false;
-    for (const g of groups) {
-      if (after !== undefined && compareRows({ start: g.start, values: sortValues(g, request.groupBy) }, after) <= 0) continue;
-      if (page.length === request.limit) {
-        more = true;
-        break;
-      }
-      page.push({ ...g, end: ends.get(g.start)! });
-    }
-    const last = page[page.length - 1];
-    return { rows: page, nextCursor: more && last !== undefined ? encodeCursor({ start: last.start, values: sortValues(last, request.groupBy) }) : null };
+    this.#keepAnswer(monthId, { months: [new WeakRef(accounts)], groups: made });
+    return made;
   }
 
   /**
@@ -644,19 +731,34 @@ export class CostService {
     return kept;
   }
 
-  /** Keeps an answer, the oldest dropped while there are too many or their rows pass the bound. */
+  /** Keeps an answer (as the newest), the oldest dropped while there are too many or their rows pass the bound. */
   #keepAnswer(id: string, answer: KeptAnswer): void {
-    const drop = (key: string) => {
-      this.#answerRows -= weight(this.#answers.get(key));
-      this.#answers.delete(key);
-    };
-    drop(id);
+    this.#dropAnswer(id);
     const most = this.deps.keptAnswerRows ?? KEPT_ANSWER_ROWS;
     const rows = weight(answer);
     if (rows > most) return;
-    while (this.#answers.size > 0 && (this.#answers.size >= KEPT_ANSWERS || this.#answerRows + rows > most)) drop(this.#answers.keys().next().value!);
+    while (this.#answers.size > 0 && (this.#answers.size >= KEPT_ANSWERS || this.#answerRows + rows > most)) this.#dropAnswer(this.#answers.keys().next().value!);
     this.#answers.set(id, answer);
     this.#answerRows += rows;
+  }
+
+  /**
+   * Keeps a page's text beside its whole answer, counted with it: only while that answer is the one
+   * kept (one dropped or made again since keeps no page), and not where the two would pass the
+   * bound together (the page would push its own answer out).
+   */
+  #keepText(id: string, answer: WholeAnswer, key: string, page: CostText): void {
+    const rows = textWeight(key, page);
+    if (this.#answers.get(id) !== answer || weight(answer) + rows > (this.deps.keptAnswerRows ?? KEPT_ANSWER_ROWS)) return;
+    this.#dropAnswer(id);
+    answer.texts.set(key, page);
+    answer.textRows += rows;
+    this.#keepAnswer(id, answer);
+  }
+
+  #dropAnswer(id: string): void {
+    this.#answerRows -= weight(this.#answers.get(id));
+    this.#answers.delete(id);
   }
 
   #refuse(id: string, refusal: { version: DataVersion; grows: boolean }): void {

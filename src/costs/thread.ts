@@ -20,6 +20,7 @@ import { asQueryTimeout } from '../query/timed.js';
 import type { CostThreadData, FromCostThread, ToCostThread } from './protocol.js';
 import { fromWire, toWire } from './protocol.js';
 import { costBounds } from './service.js';
+import type { CostText } from './service.js';
 
 /** A cancel flag the cost thread can read while it prices (protocol.ts). */
 const flag = () => new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
@@ -37,12 +38,6 @@ const abandoned = () => asQueryTimeout(new ReadAbortedError('the cost request wa
 
 /** How long a closing thread may take to close its reads before it is stopped. */
 const CLOSE_GRACE_MS = 5000;
-
-export interface CostText {
-  /** The page as request.format: JSON or CSV. */
-  text: string;
-  nextCursor: string | null;
-}
 
 interface Job {
   resolve(message: FromCostThread): void;

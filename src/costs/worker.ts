@@ -1,8 +1,8 @@
 /**
  * The cost thread: owns a CostService (so its kept months) with reads of the store of its own and
  * its own heap, and answers the main thread's requests (protocol.ts) with the text to send: a page
- * as JSON or CSV, or the FOCUS export in chunks, each sent when the main thread pulls it (its
- * socket took the one before).
+ * as JSON or CSV (kept by the service beside its answer), or the FOCUS export in chunks, each sent
+ * when the main thread pulls it (its socket took the one before).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../background-thread.js';
@@ -10,7 +10,7 @@ import { loadPricing } from '../pricing/setup.js';
 import { openThreadReads } from '../store/thread-reads.js';
 import { asQueryTimeout } from '../query/timed.js';
 import type { CaughtUpFor, ThreadReads } from '../store/types.js';
-import { costCsv, costFocus, costJson, inChunks } from './format.js';
+import { costFocus, inChunks } from './format.js';
 import type { CostThreadData, FromCostThread, ToCostThread } from './protocol.js';
 import { fromWire, toWire } from './protocol.js';
 import { CostService } from './service.js';
@@ -47,9 +47,8 @@ async function handle(message: ToCostThread): Promise<void> {
   switch (message.type) {
     case 'page': {
       const { service } = await opened;
-      const page = await service.query(message.tenantId, message.request, cancelledBy(message.cancelled));
-      const text = message.request.format === 'csv' ? costCsv(message.request, page) : costJson(message.request, page);
-      send({ type: 'page', id: message.id, text, nextCursor: page.nextCursor });
+      const { text, nextCursor } = await service.pageText(message.tenantId, message.request, cancelledBy(message.cancelled));
+      send({ type: 'page', id: message.id, text, nextCursor });
       return;
     }
     case 'focus': {

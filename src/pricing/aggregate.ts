@@ -47,10 +47,11 @@ export function mergeCosts(into: CostGroups, from: CostGroups): void {
   }
 }
 
-/** The groups as rows, in answer order. */
-export function groupedCosts(groups: CostGroups): GroupedCost[] {
+/** The groups as rows, in answer order; `endOf`: a window's end from its start (written in each row once, not per page). */
+export function groupedCosts(groups: CostGroups, endOf: (start: number) => number): (GroupedCost & { readonly end: number })[] {
   const rows = [...groups.values()].map(({ g, sums }) => ({
     ...g,
+    end: endOf(g.start),
     storageCost: unitsText(sums.storageCost, COST_PLACES),
     requestCost: unitsText(sums.requestCost, COST_PLACES),
     egressCost: unitsText(sums.egressCost, COST_PLACES),

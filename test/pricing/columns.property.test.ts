@@ -105,8 +105,9 @@ describe('pricing in columns', () => {
         const priced = priceColumns({ ...input, keys: new KeyTable() });
         const groups: CostGroups = new Map();
         addCostColumns(groups, 'aws', priced, { from, to, filter: keyFilter(priced.keys.labels, q.filters) }, q.groupBy, windowOf, bounds.slice(0, -1), bounds.slice(1));
-        const expected = groupCosts(cutByHand([...priced.objects()], from, to, q.filters), q.groupBy, (hour) => bounds[windowOf(hour)]!, 'aws');
-        assert.deepEqual(groupedCosts(groups), expected);
+        const endOf = (start: number) => bounds[bounds.indexOf(start) + 1]!;
+        const expected = groupCosts(cutByHand([...priced.objects()], from, to, q.filters), q.groupBy, (hour) => bounds[windowOf(hour)]!, 'aws', endOf);
+        assert.deepEqual(groupedCosts(groups, endOf), expected);
       }),
       { numRuns: 300 },
     );

@@ -8,9 +8,10 @@ import { costUnits } from '../../src/pricing/money.js';
 
 /**
  * Groups fine rows by window (windowOf maps an hour to its window's start), dimensions, currency and,
- * when the groupBy holds provider or bucket, plan. `provider`: the provider of rows that carry none.
+ * when the groupBy holds provider or bucket, plan. `provider`: the provider of rows that carry none;
+ * `endOf`: a window's end from its start (where a test compares it).
  */
-export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = ''): GroupedCost[] {
+export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly CostDimension[], windowOf: (hour: number) => number, provider = '', endOf = (start: number) => start): (GroupedCost & { end: number })[] {
   const groups: CostGroups = new Map();
   const byPlan = groupBy.includes('provider') || groupBy.includes('bucket');
   for (const r of rows) {
@@ -33,5 +34,5 @@ export function groupCosts(rows: readonly ProviderCostRow[], groupBy: readonly C
       group.sums.totalCost += units;
     }
   }
-  return groupedCosts(groups);
+  return groupedCosts(groups, endOf);
 }
