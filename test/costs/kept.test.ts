@@ -6,19 +6,15 @@
  * CLI's `usage rebuild`); the bound on kept rows is honoured.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CostService } from '../../src/costs/service.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { loadPricing } from '../../src/pricing/setup.js';
-import { openPostgresStore } from '../../src/store/postgres/index.js';
-import { openSqliteStore } from '../../src/store/sqlite/index.js';
-import type { Store } from '../../src/store/types.js';
 import { UsageService } from '../../src/usage/service.js';
 import { getObject, newTenant } from '../store/contract.js';
 import { damageRollups, openSameData } from '../support/same-data.js';
-import type { SameData } from '../support/same-data.js';
-import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+import { openedBackends } from '../support/backends.js';
+import type { OpenedStore } from '../support/backends.js';
 
 const MARCH = Date.UTC(2026, 2, 1) / 1000;
 const APRIL = Date.UTC(2026, 3, 1) / 1000;
@@ -27,39 +23,11 @@ const DAY = 86400;
 const put = (timestamp: number, objectKey: string, bytes: number): NormalizedEvent =>
   ({ action: 'PutObject', timestamp, provider: 'aws', bucket: 'media', objectKey, bytes, customerId: 'c1' }) as NormalizedEvent;
 
-const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; data: SameData; close(): Promise<void> }> }[] = [
-  {
-    name: 'sqlite',
-    skip: false,
-    open: async () => {
-      const temp = scratchDir('bm-cost-kept-');
-      const path = join(temp.dir, 'cost.db');
-      const store = await openSqliteStore({ path });
-      const close = async () => {
-        await store.close();
-        await temp.remove();
-      };
-      return { store, data: { backend: 'sqlite', path }, close };
-    },
-  },
-  {
-    name: 'postgres',
-    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
-    open: async () => {
-      const { url } = await scratchDatabase();
-      const store = await openPostgresStore({ url, poolMax: 2 });
-      const close = async () => {
-        await store.close();
-        await dropScratchDatabases();
-      };
-      return { store, data: { backend: 'postgres', url }, close };
-    },
-  },
-];
+const BACKENDS = openedBackends('cost-kept');
 
 for (const backend of BACKENDS) {
   describe(`cost: priced months kept (${backend.name})`, { skip: backend.skip }, () => {
-    let opened: { store: Store; data: SameData; close(): Promise<void> };
+    let opened: OpenedStore;
     let tenantId: number;
     const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
     const service = (keptRows?: number) => new CostService({ usage: opened.store.usage, storage: opened.store.storageFeed, pricing, now: () => APRIL + 40 * DAY, keptRows });

@@ -6,17 +6,14 @@
  * service writes; kept texts count against keptAnswerRows with the answers, and drop older ones.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CostService } from '../../src/costs/service.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { loadPricing } from '../../src/pricing/setup.js';
-import { openPostgresStore } from '../../src/store/postgres/index.js';
-import { openSqliteStore } from '../../src/store/sqlite/index.js';
-import type { Store } from '../../src/store/types.js';
 import type { UsageRequest } from '../../src/usage/params.js';
 import { getObject, newTenant } from '../store/contract.js';
-import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+import { openedBackends } from '../support/backends.js';
+import type { OpenedStore } from '../support/backends.js';
 
 const MARCH = Date.UTC(2026, 2, 1) / 1000;
 const APRIL = Date.UTC(2026, 3, 1) / 1000;
@@ -28,41 +25,11 @@ const REQUEST: UsageRequest = { from: MARCH, to: APRIL, granularity: 'day', time
 /** The same rows, another answer (all of the events are aws's). */
 const AWS: UsageRequest = { ...REQUEST, filters: { provider: ['aws'] } };
 
-const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; close(): Promise<void> }> }[] = [
-  {
-    name: 'sqlite',
-    skip: false,
-    open: async () => {
-      const temp = scratchDir('bm-cost-pages-');
-      const store = await openSqliteStore({ path: join(temp.dir, 'cost.db') });
-      return {
-        store,
-        close: async () => {
-          await store.close();
-          await temp.remove();
-        },
-      };
-    },
-  },
-  {
-    name: 'postgres',
-    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
-    open: async () => {
-      const store = await openPostgresStore({ url: (await scratchDatabase()).url, poolMax: 2 });
-      return {
-        store,
-        close: async () => {
-          await store.close();
-          await dropScratchDatabases();
-        },
-      };
-    },
-  },
-];
+const BACKENDS = openedBackends('cost-pages');
 
 for (const backend of BACKENDS) {
   describe(`cost: pages asked again (${backend.name})`, { skip: backend.skip }, () => {
-    let opened: { store: Store; close(): Promise<void> };
+    let opened: OpenedStore;
     let tenantId: number;
     const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
     const service = (keptAnswerRows?: number) =>

@@ -10,12 +10,9 @@
  * answers out.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { KeptAnswers } from '../../src/query/kept.js';
-import { openPostgresStore } from '../../src/store/postgres/index.js';
-import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store, UsageStore } from '../../src/store/types.js';
 import type { UsageRequest } from '../../src/usage/params.js';
 import { MAX_ROWS } from '../../src/usage/params.js';
@@ -23,48 +20,14 @@ import type { UsagePage } from '../../src/usage/service.js';
 import { pageRows, UsageService } from '../../src/usage/service.js';
 import { newTenant } from '../store/contract.js';
 import { damageRollups, openSameData } from '../support/same-data.js';
-import type { SameData } from '../support/same-data.js';
-import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
+import { dropFreshStores, openedBackends } from '../support/backends.js';
+import type { OpenedStore } from '../support/backends.js';
 
 const FROM = Date.UTC(2026, 2, 1) / 1000;
 const DAY = 86400;
 const TO = FROM + 3 * DAY;
 
-const BACKENDS: { name: string; skip: string | false; open(): Promise<{ store: Store; data: SameData; close(): Promise<void> }> }[] = [
-  {
-    name: 'sqlite',
-    skip: false,
-    open: async () => {
-      const temp = scratchDir('bm-usage-kept-');
-      const path = join(temp.dir, 'usage.db');
-      const store = await openSqliteStore({ path });
-      return {
-        store,
-        data: { backend: 'sqlite', path },
-        close: async () => {
-          await store.close();
-          await temp.remove();
-        },
-      };
-    },
-  },
-  {
-    name: 'postgres',
-    skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
-    open: async () => {
-      const { url } = await scratchDatabase();
-      const store = await openPostgresStore({ url, poolMax: 4 });
-      return {
-        store,
-        data: { backend: 'postgres', url },
-        close: async () => {
-          await store.close();
-          await dropScratchDatabases();
-        },
-      };
-    },
-  },
-];
+const BACKENDS = openedBackends('usage-kept', 4);
 
 /** A seeded generator: the same events every run. */
 function rng(seed: number): (n: number) => number {
@@ -126,7 +89,7 @@ const rowsOf = (page: UsagePage) => pageRows(page).map((r) => JSON.stringify(r, 
 
 for (const backend of BACKENDS) {
   describe(`usage: answers kept for asking again and for their next pages (${backend.name})`, { skip: backend.skip }, () => {
-    let opened: { store: Store; data: SameData; close(): Promise<void> };
+    let opened: OpenedStore;
     let tenantA: number;
     let tenantB: number;
     const commit = (tenantId: number, list: NormalizedEvent[]) => opened.store.commit({ events: list.map((event) => ({ tenantId, receivedAt: TO + DAY, event })), quarantine: [] });
@@ -440,6 +403,4 @@ describe('usage: the bound on kept answers', () => {
   });
 });
 
-after(async () => {
-  await dropScratchDatabases();
-});
+after(dropFreshStores);
