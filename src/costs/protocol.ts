@@ -2,7 +2,7 @@
 import { BmError } from '../errors.js';
 import type { ErrorCode } from '../errors.js';
 import type { Config } from '../config.js';
-import type { CostBounds } from './service.js';
+import type { CostBounds, CostText } from './service.js';
 import type { CaughtUpFor, ThreadReadsSpec } from '../store/types.js';
 import type { UsageRequest } from '../usage/params.js';
 
@@ -30,7 +30,7 @@ export type ToCostThread =
   | { type: 'close' };
 
 export type FromCostThread =
-  | { type: 'page'; id: number; text: string; nextCursor: string | null }
+  | ({ type: 'page'; id: number } & CostText)
   | { type: 'ready'; id: number }
   /** null: the export is complete. */
   | { type: 'chunk'; id: number; chunk: string | null }
