@@ -110,6 +110,10 @@ async function main(): Promise<void> {
       peakRssMb: memory.peakMb,
     };
     process.stdout.write(`BENCH ${JSON.stringify({ event: 'result', result })}\n`);
+  } catch (error) {
+    // A failed answer (a 500 is a bug) is diagnosed from the server's log lines, lost with the server otherwise.
+    process.stderr.write(`server output (tail):\n${server.output().slice(-20_000)}\n`);
+    throw error;
   } finally {
     memory.stop();
     await server.stop(60_000);
