@@ -590,8 +590,10 @@ export class CostService {
           return await running.accounts;
         } catch (err) {
           // Refused with less of the bound than this request has left (the request that began it had
-          // spent on other months): this request prices the month with its own.
-          if (!(err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE' && running.left < budget.left)) throw err;
+          // spent on other months), or stopped as waited for by nobody (this request joined as it
+          // decided so: its own steps never stop it): this request prices the month itself.
+          const retry = (err instanceof BmError && err.code === 'BM_ERR_COST_TOO_LARGE' && running.left < budget.left) || err instanceof ReadAbortedError;
+          if (!retry) throw err;
         }
         await running.ended;
         checkpoint(budget);
