@@ -607,6 +607,25 @@ for (const backend of ['sqlite']) {
       await finish({ page, problems });
     });
 
+    it('a panel answered 503 BM_ERR_STORE_UNAVAILABLE (PostgreSQL out of reach) offers Retry, as every 503: asking again may be answered', async () => {
+      const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/usage\?|status of 503/ });
+      await ready(page);
+      const code = 'BM_ERR_STORE_UNAVAILABLE';
+      const detail = 'The database cannot be reached now: nothing was read. Retry after the Retry-After seconds.';
+      const chart = (url: URL) => url.pathname === '/v1/usage' && url.searchParams.get('groupBy') === 'provider' && url.searchParams.get('granularity') === 'day';
+      await page.route(chart, (route) => {
+        const body = { type: `urn:bucketmeter:error:${code}`, title: ERRORS[code].title, status: 503, detail, code, instance: '/v1/usage' };
+        void route.fulfill({ status: 503, headers: { 'content-type': 'application/problem+json; charset=utf-8', 'retry-after': '1' }, body: JSON.stringify(body) });
+      });
+      await page.click('nav a[data-view="overview"]');
+      await ready(page);
+      assert.equal(await page.textContent('[data-slot="usage-chart"]'), `${ERRORS[code].title}: ${detail} Retry`);
+      await page.unroute(chart);
+      await page.click('[data-slot="usage-chart"] button.retry');
+      await page.waitForSelector('[data-slot="usage-chart"] canvas', { timeout: 20_000 });
+      await finish({ page, problems });
+    });
+
     it('costs not priced yet (503 BM_ERR_COST_NOT_READY): the panel says so, the view is ready meanwhile, and it asks again after Retry-After and draws', async () => {
       assert.ok(features.costs, 'this server offers /v1/costs');
       const { page, problems } = await open(`#/receipts?${RANGE}`, readKey, { allow: /^503 \S+\/v1\/costs\?|status of 503/ });

@@ -25,12 +25,13 @@ export function notice(text, kind = '') {
 
 /**
  * A failed read's notice; with a Retry button (`retry` called) when asking again may succeed: no
- * answer came, the read ran out of time on a busy server or before its months were priced, or the
- * cost thread ran out of memory (a new one answers; a cost too large to price, a 422, would not).
+ * answer came, or a 429 or 503, each of which says when to ask again (README "Errors": a read out of
+ * time, months not priced yet, the cost thread out of memory, the database out of reach); a
+ * refusal (4xx, a cost too large to price among them) would be the same again.
  */
 export function failure(error, retry) {
   const shown = notice(failureMessage(error), 'error');
-  const again = error instanceof Unreachable || (error instanceof ApiError && ['BM_ERR_QUERY_TIMEOUT', 'BM_ERR_COST_NOT_READY', 'BM_ERR_COST_OUT_OF_MEMORY'].includes(error.code));
+  const again = error instanceof Unreachable || (error instanceof ApiError && (error.status === 429 || error.status === 503));
   if (again) shown.append(' ', h('button', { type: 'button', class: 'retry', onclick: retry }, 'Retry'));
   return shown;
 }
