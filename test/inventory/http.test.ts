@@ -105,6 +105,21 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await objects('prefix=vid')).objects.map((o: Row) => o.key), ['video.mp4']);
     });
 
+    it('lists by a prefix outside the BMP: characters, not UTF-16 units, are compared', async () => {
+      const emoji = { provider: 'wasabi', bucket: 'emoji', action: 'PutObject', timestamp: '2026-11-02T10:00:00Z', bytes: 1 };
+      const keys = ['\u{1F600}a/1.jpg', '\u{1F600}a', '\u{1F600}b.jpg', 'za.jpg'];
+      const sent = await request(`${server.url}/s3/batch`, { key, body: keys.map((objectKey, i) => ({ ...emoji, eventId: `emoji-${i}`, objectKey })) });
+      assert.equal(sent.status, 200, sent.text);
+      const listed = async (prefix: string) => {
+        const reply = await request(`${server.url}/v1/objects?bucket=emoji&prefix=${encodeURIComponent(prefix)}`, { key });
+        assert.equal(reply.status, 200, reply.text);
+        return reply.json.objects.map((o: Row) => o.key);
+      };
+      assert.deepEqual(await listed('\u{1F600}a'), ['\u{1F600}a', '\u{1F600}a/1.jpg']);
+      assert.deepEqual(await listed('\u{1F600}a/'), ['\u{1F600}a/1.jpg']);
+      assert.deepEqual(await listed('\u{1F600}'), ['\u{1F600}a', '\u{1F600}a/1.jpg', '\u{1F600}b.jpg']);
+    });
+
     it('names a bad parameter with a 400', async () => {
       const reply = await request(`${server.url}/v1/objects?at=yesterday`, { key });
       assert.equal(reply.status, 400);

@@ -471,7 +471,8 @@ GROUP BY w.i${g}`).raw(true).safeIntegers(true);
     let where = '';
     if (q.prefix !== undefined && q.prefix !== '') {
       where += ' AND object_key >= ? AND substr(object_key, 1, ?) = ?';
-      params.push(q.prefix, q.prefix.length, q.prefix);
+      // SQLite's substr counts characters; a JS length counts UTF-16 units (two for an emoji).
+      params.push(q.prefix, [...q.prefix].length, q.prefix);
     }
     if (q.after !== undefined) {
       where += ' AND object_key >= ?';
