@@ -11,10 +11,19 @@ import { PostgresUsageFold } from './usage-fold.js';
 
 /** One connection reads while another folds or applies for a second request. */
 const POOL_MAX = 2;
+/**
+ * How long opening a connection may take. pg's timer runs on this thread's event loop, which a
+ * pricing step holds for seconds of CPU (more on a loaded machine): past the main pool's 5 s, a
+ * connection opened before such a step failed with the database fine, and the request with it
+ * (BM_ERR_STORE_UNAVAILABLE; a 10M-event month on PostgreSQL at load 10–20, docs/BENCHMARKS.md). A
+ * database refusing connections still fails at once; one that does not answer is waited for this
+ * long, while the request is answered BM_ERR_COST_NOT_READY at its own bound.
+ */
+export const THREAD_CONNECT_TIMEOUT_MS = 120_000;
 
 export function openPostgresThreadReads(spec: { url: string; foldBeforeReadMs: number }): ThreadReads {
   // Connections lost are the store's pool's to report: the same server, the same moment.
-  const pool = createPool({ url: spec.url, max: POOL_MAX, connectTimeoutMs: 5000 });
+  const pool = createPool({ url: spec.url, max: POOL_MAX, connectTimeoutMs: THREAD_CONNECT_TIMEOUT_MS });
   const reads = new PostgresUsageReads(pool, guarded);
   const fold = new PostgresUsageFold(pool, guarded);
   return {
