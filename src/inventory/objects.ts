@@ -76,7 +76,7 @@ export class ObjectsService {
       bucket: query.bucket,
       at: formatTimestamp(query.at),
       objects: page.map(present),
-      nextCursor: more && last !== undefined ? Buffer.from(JSON.stringify([last.objectKey, last.id])).toString('base64url') : null,
+      nextCursor: more && last !== undefined ? encodeCursor(last.objectKey, last.id) : null,
     };
   }
 
@@ -102,7 +102,7 @@ export class ObjectsService {
     }
     let after: ObjectsStoreQuery['after'];
     if (raw.cursor !== undefined) {
-      after = decodeCursor(raw.cursor);
+      after = decodeCursor(raw.cursor, raw.prefix ?? '');
       if (after === undefined) errors.push({ path: '/cursor', message: 'cursor is not valid', expected: 'a nextCursor from a previous page', received: 'another string' });
     }
     if (errors.length > 0) throw invalid(errors);
@@ -118,10 +118,19 @@ export class ObjectsService {
   }
 }
 
-function decodeCursor(cursor: string): ObjectsStoreQuery['after'] {
+const encodeCursor = (objectKey: string, id: number): string => Buffer.from(JSON.stringify([objectKey, id])).toString('base64url');
+
+/**
+ * A cursor this listing could have made, or undefined: written exactly as encodeCursor writes it,
+ * an entry id (from 1), a key under the prefix. A hand-made one before the first key would answer
+ * the first page again as if it were a next page.
+ */
+function decodeCursor(cursor: string, prefix: string): ObjectsStoreQuery['after'] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && Number.isSafeInteger(value[1])) return { objectKey: value[0], id: value[1] as number };
+    if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== 'string' || !Number.isSafeInteger(value[1])) return undefined;
+    const [objectKey, id] = value as [string, number];
+    if (id >= 1 && objectKey.startsWith(prefix) && encodeCursor(objectKey, id) === cursor) return { objectKey, id };
   } catch {
     // Not ours: answered as invalid below.
   }

@@ -102,6 +102,21 @@ for (const backend of BACKENDS) {
         cursor = page.nextCursor as string | null;
       } while (cursor !== null);
       assert.deepEqual(paged, ['cat-copy.jpg:c1', 'cat.jpg:m1', 'video.mp4:x1']);
+      // Cursors it could not have made: 400 naming /cursor, never the first page again.
+      const cursorOf = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
+      const real = (await objects('limit=1')).nextCursor as string;
+      const forged: [query: string, why: string][] = [
+        [`cursor=${cursorOf(['', 0])}`, 'before every key, id 0'],
+        [`cursor=${cursorOf(['cat.jpg', -1])}`, 'a negative id'],
+        [`cursor=${encodeURIComponent(`${real}=`)}`, 'the real one spelled otherwise (padded)'],
+        [`prefix=vid&cursor=${cursorOf(['a', 1])}`, 'a key not under the prefix'],
+      ];
+      for (const [query, why] of forged) {
+        const reply = await request(`${server.url}/v1/objects?bucket=photos&${query}`, { key });
+        assert.equal(reply.status, 400, `${why}: ${reply.text}`);
+        assert.equal(reply.json.errors[0].path, '/cursor', why);
+      }
+      assert.deepEqual((await objects(`cursor=${real}`)).objects.map((o: Row) => o.key), ['video.mp4']);
       assert.deepEqual((await objects('prefix=vid')).objects.map((o: Row) => o.key), ['video.mp4']);
     });
 
