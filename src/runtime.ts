@@ -192,6 +192,8 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   // changed), so a month priced in under this is answered only by the request that waits for it.
   const answerWithinMs = Math.max(1000, idleTimeoutMs(config.requestTimeoutMs) - COST_ANSWER_MARGIN_MS);
   const costs = new CostThread(store.threadReads, { prices: config.prices, bucketPlans: config.bucketPlans, costHeapMb: config.costHeapMb, answerWithinMs });
+  // Load balancers poll /healthz every few seconds: an outage logs its cause once per interval.
+  const healthFailed = throttledWarn(logger);
   const app = await buildHttpServer({
     logger,
     ingest,
@@ -199,7 +201,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
     events: new EventQueryService(log),
     // Long enough to span the gaps between commits under load; short enough that a node taken out of
     // rotation (and so sent no writes) reports healthy again soon after the store recovers.
-    health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS) }),
+    health: new HealthService({ store, commitsFailing: () => committer.failedWithin(COMMIT_FAILURE_MEMORY_MS), onFailure: (err) => healthFailed.warn({ err }, 'health check failed') }),
     usage,
     objects: new ObjectsService(store.inventory),
     costs,

@@ -123,6 +123,15 @@ describe('PostgreSQL: several nodes', { skip: SKIP }, () => {
         assert.equal(reply.json.code, 'BM_ERR_STORE_UNAVAILABLE', path);
         assert.equal(reply.headers.get('retry-after'), '1', path);
       }
+      // /healthz needs no key: its detail says what failed in our words; the driver's message (which
+      // may name the host, port or user) goes to the server's log only.
+      const health = await request(`${server.url}/healthz`);
+      assert.equal(health.status, 503);
+      assert.match(health.json.detail, /^The postgres store cannot take writes: (its probe write failed \(the cause is in the server log\)|no answer within \d+ ms)$/);
+      assert.ok(!health.text.includes(String(proxy.port)), health.text);
+      const deadline = Date.now() + 5000;
+      while (!server.output().includes('health check failed') && Date.now() < deadline) await sleep(50);
+      assert.match(server.output(), /"msg":"health check failed/);
     } finally {
       proxy.restore();
       await server.stop();
