@@ -182,7 +182,8 @@ export class InventoryWriter {
       done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
       events: db.prepare(`${EVENTS_SQL} AND e.timestamp >= ?`).raw(true),
       eventsIn: db.prepare(`${EVENTS_SQL} AND e.seq >= ? AND e.seq <= ?`).raw(true),
-      event: db.prepare(`${EVENTS_SQL} AND e.seq = ?`).raw(true),
+      // A closure step's events in one statement (a JSON array of seqs), not one each.
+      eventsAt: db.prepare(`${EVENTS_SQL} AND e.seq IN (SELECT value FROM json_each(?))`).raw(true),
       dictId: db.prepare('SELECT id FROM dict WHERE value = ?').pluck(),
       dictValue: db.prepare('SELECT value FROM dict WHERE id = ?').pluck(),
       log: db.prepare('INSERT OR IGNORE INTO inventory_log (tenant, bucket, node, name, ts, seq) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -291,7 +292,7 @@ export class InventoryWriter {
   }
 
   /** The tenant's inventory events a statement selects (`args` after the tenant), by seq. */
-  #read(statement: Statement, tenant: number, ...args: number[]): Map<number, TimelineEvent> {
+  #read(statement: Statement, tenant: number, ...args: (number | string)[]): Map<number, TimelineEvent> {
     const buckets = new Map<string, string>();
     const bucketId = (name: string) => {
       let id = buckets.get(name);
@@ -351,10 +352,8 @@ export class InventoryWriter {
         const [bucket, uploadId] = splitKey(upload);
         for (const key of s.uploadKeys.all(tenant, Number(bucket), uploadId, at) as string[]) c.uploadKey(upload, key, at);
       }
-      for (const seq of seqs) {
-        if (c.events.has(seq)) continue;
-        for (const [, e] of this.#read(s.event, tenant, seq)) c.add(seq, e, false);
-      }
+      const unread = [...seqs].filter((seq) => !c.events.has(seq));
+      if (unread.length > 0) for (const [seq, e] of this.#read(s.eventsAt, tenant, JSON.stringify(unread))) c.add(seq, e, false);
     }
   }
 
