@@ -1,7 +1,7 @@
 /**
  * Cost: per tenant, per provider account and plan, per UTC calendar month that the query overlaps,
- * the pricing engine's account-month is built from the usage rollups (requests and billable egress
- * per attribution key × hour, the fine shape) and the object inventory (StorageFeed), priced whole
+ * the pricing engine's account-month is built from the usage (requests and billable egress per
+ * attribution key × hour, read from the folded events: usage/shapes.ts EVENTS) and the object inventory (StorageFeed), priced whole
  * (tiers and allowances are consumed from the month's start, whatever the query's range), then cut
  * to the query's windows and filters and summed exactly. Knows nothing of HTTP.
  */
@@ -23,7 +23,7 @@ import type { UsageRequest } from '../usage/params.js';
 import { timed } from '../query/timed.js';
 import { KeptAnswers } from '../query/kept.js';
 import { MAX_ANSWER_ROWS, compareRows, decodeCursor, encodeCursor, requestBounds, versionKey } from '../usage/service.js';
-import { DIMENSIONS, MEASURES, SHAPES } from '../usage/shapes.js';
+import { DIMENSIONS, EVENTS, MEASURES } from '../usage/shapes.js';
 import type { Dimension } from '../usage/shapes.js';
 import { costCsv, costJson } from './format.js';
 import { addEarlyDeletes, addLiveBytes, addSmallObjects, dailyPeaks, StorageHours } from './storage.js';
@@ -119,7 +119,6 @@ export function costBounds(memoryMb: number): CostBounds {
 const KEPT_REFUSALS = 1024;
 /** A month's requests and egress are read a day at a time, so that the bound refuses it after the day that passes it. */
 const HOURS_PER_READ = 24;
-const FINE = SHAPES.find((s) => s.name === 'fine')!;
 const REQUESTS = MEASURES.indexOf('requests');
 const EGRESS = MEASURES.indexOf('billableEgressBytes');
 
@@ -193,7 +192,7 @@ class UsageBuilder implements UsageQuantities {
 
 
 /**
- * The one place usage rows become quantities: each row of a read of the fine shape (every
+ * The one place usage rows become quantities: each row of a read of the events (every
  * dimension grouped, hour windows) with requests or billable egress is appended to its account
  * (`accountOf` its provider and bucket), its key's labels as ids. Measures are read as bigints
  * (ArrayLike: 64-bit arrays from the stores, any size otherwise); requests become a number (a
@@ -795,15 +794,15 @@ export class CostService {
       }
       return a;
     };
-    // Requests and billable egress per key × hour: the fine rollup, every dimension, each hour a window.
+    // Requests and billable egress per key × hour: the events, every dimension, each hour a window.
     const bounds: number[] = [];
     for (let h = start / HOUR; h <= end / HOUR; h++) bounds.push(h);
     const filters = providers === undefined ? {} : { provider: [...providers] };
     for (let first = 0; first + 1 < bounds.length; first += HOURS_PER_READ) {
-      // Windows numbered from 0 in each read: so its hours are one run of units, read row for row (directWindows).
+      // Windows numbered from 0 in each read, each an hour.
       const spans = bounds.slice(first, Math.min(first + HOURS_PER_READ, bounds.length - 1)).map((hour, window) => ({ window, from: hour, to: hour + 1, sign: 1 as const }));
       await wanted();
-      const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: FINE, spans }], groupBy: [...DIMENSIONS], filters }));
+      const usage = await timed(this.deps.usage.query(tenantId, { terms: [{ shape: EVENTS, spans }], groupBy: [...DIMENSIONS], filters }));
       // Counted before its rows are added: a day past the bound is not.
       spend(budget, usage.length, month, (b, m) => new UsageTooLarge(b, m));
       addUsage(usage, (window) => bounds[first + window]! * HOUR, labels, accountOf);

@@ -5,7 +5,8 @@
  * answer any window; a window's whole UTC days may instead come from a day shape, its edge hours
  * added or taken away from an hourly one (exact: the measures are sums). Shapes leave out
  * dimensions to stay small; `planUsage` routes a query to the cheapest shapes that keep every
- * dimension it groups or filters by (docs: README "Usage").
+ * dimension it groups or filters by, the events themselves (EVENTS) where no stored hourly shape
+ * does (docs: README "Rollups: shapes and why").
  */
 import { KINDS } from '../events/catalogue.js';
 import { fromStored, joinedSql, splitSql, storedColumns, widePositions } from '../store/wide.js';
@@ -47,38 +48,64 @@ export interface Shape {
   dimensions: readonly Dimension[];
 }
 
-/**
- * Hourly, cheapest first:
- * - `tenant`: provider and action per hour: a few hundred rows a day, for totals and hourly charts.
- * - `customer_hour`: customer alone: hourly charts per customer, and the edge hours of `customer_day`.
- * - `customer`: without bucket and clientId, the two dimensions with thousands of values; what
- *   "usage per customer / feature / client type" needs, a small fraction of `fine`'s rows.
- * - `fine`: every dimension; for queries that group or filter by bucket or clientId (and costs).
- * Per UTC day, cheapest first, each for the questions asked most over days and months:
- * - `tenant_day`: provider and action (totals, daily charts);
- * - `customer_day`: customer (usage per customer and day);
- * - `feature_day`: customer, feature and action (what each customer's features do);
- * - `client_day`: customer and clientId (which clients of one customer).
- * A query needing any other dimension (bucket, client type, provider beside a customer) reads hourly shapes only.
- */
-export const SHAPES: readonly Shape[] = [
-  { name: 'tenant', table: 'usage_tenant', grain: 'hour', dimensions: ['provider', 'action'] },
-  { name: 'customer_hour', table: 'usage_customer_hour', grain: 'hour', dimensions: ['customerId'] },
-  { name: 'customer', table: 'usage_customer', grain: 'hour', dimensions: ['provider', 'customerId', 'featureId', 'clientType', 'action'] },
-  { name: 'fine', table: 'usage_fine', grain: 'hour', dimensions: DIMENSIONS },
+const TENANT: Shape = { name: 'tenant', table: 'usage_tenant', grain: 'hour', dimensions: ['provider', 'action'] };
+const CUSTOMER_HOUR: Shape = { name: 'customer_hour', table: 'usage_customer_hour', grain: 'hour', dimensions: ['customerId'] };
+const DAY_SHAPES: readonly Shape[] = [
   { name: 'tenant_day', table: 'usage_tenant_day', grain: 'day', dimensions: ['provider', 'action'] },
   { name: 'customer_day', table: 'usage_customer_day', grain: 'day', dimensions: ['customerId'] },
   { name: 'feature_day', table: 'usage_feature_day', grain: 'day', dimensions: ['customerId', 'featureId', 'action'] },
   { name: 'client_day', table: 'usage_client_day', grain: 'day', dimensions: ['customerId', 'clientId'] },
 ];
 
-/** The shapes migration 4 created (later ones have their own migration). */
-export const FIRST_SHAPES = SHAPES.filter((s) => ['tenant', 'customer', 'fine'].includes(s.name));
+/**
+ * The stored rollups. Hourly, cheapest first:
+ * - `tenant`: provider and action per hour: a few hundred rows a day, for totals and hourly charts.
+ * - `customer_hour`: customer alone: hourly charts per customer, and the edge hours of `customer_day`.
+ * Per UTC day, cheapest first, each for the questions asked most over days and months:
+ * - `tenant_day`: provider and action (totals, daily charts);
+ * - `customer_day`: customer (usage per customer and day);
+ * - `feature_day`: customer, feature and action (what each customer's features do);
+ * - `client_day`: customer and clientId (which clients of one customer).
+ * Any other hourly question (bucket, client id, feature or client type per hour, provider beside a
+ * customer) reads EVENTS: an hourly rollup keeping those dimensions held about a row per event of
+ * the reference mix (`fine` and `customer`, dropped by migration 13), so it cost the fold ~8–10 µs
+ * per event and saved a read nothing.
+ */
+export const SHAPES: readonly Shape[] = [TENANT, CUSTOMER_HOUR, ...DAY_SHAPES];
 
-/** The cheapest shape of `grain` that keeps every dimension in `needed`, if any. */
+/**
+ * Not a rollup: the events themselves, hourly, every dimension, read as if they were one (grouped by
+ * hour and the query's dimensions, the folded events only, so that it counts what the rollups count).
+ * The last resort of routing, and what costs read.
+ */
+export const EVENTS: Shape = { name: 'events', table: 'events', grain: 'hour', dimensions: DIMENSIONS };
+
+/** Whether a term reads the events rather than a rollup (by name: terms cross to reader threads as copies). */
+export const readsEvents = (shape: Shape): boolean => shape.name === EVENTS.name;
+
+/** Hourly shapes migrations 4 to 12 kept, dropped by migration 13: those migrations still create and fill them. */
+export const DROPPED_SHAPES: readonly Shape[] = [
+  { name: 'customer', table: 'usage_customer', grain: 'hour', dimensions: ['provider', 'customerId', 'featureId', 'clientType', 'action'] },
+  { name: 'fine', table: 'usage_fine', grain: 'hour', dimensions: DIMENSIONS },
+];
+
+/** Every shape migrations 4 to 12 knew, as they knew them. */
+export const MIGRATION_SHAPES: readonly Shape[] = [TENANT, CUSTOMER_HOUR, ...DROPPED_SHAPES, ...DAY_SHAPES];
+
+/** The shapes migration 4 created (migration 8 the rest of MIGRATION_SHAPES). */
+export const FIRST_SHAPES = MIGRATION_SHAPES.filter((s) => ['tenant', 'customer', 'fine'].includes(s.name));
+
+/** Migration 13: the hourly shapes that barely compressed, dropped (their queries read EVENTS). */
+export const DROP_SHAPES_MIGRATION_SQL = DROPPED_SHAPES.map((s) => `DROP TABLE ${s.table};`).join('\n');
+
+/**
+ * The cheapest source of `grain` that keeps every dimension in `needed`: a stored shape, or for hours
+ * and none stored, EVENTS. Day grain: a day shape or none.
+ */
 export function shapeFor(needed: Iterable<Dimension>, grain: Grain = 'hour'): Shape | undefined {
   const wanted = [...needed];
-  return SHAPES.find((shape) => shape.grain === grain && wanted.every((d) => shape.dimensions.includes(d)));
+  const stored = SHAPES.find((shape) => shape.grain === grain && wanted.every((d) => shape.dimensions.includes(d)));
+  return stored ?? (grain === 'hour' ? EVENTS : undefined);
 }
 
 /** Rows [from, to) of a shape (in its grain's units) added to (sign 1) or taken from (-1) window `window`. */
@@ -100,6 +127,8 @@ export interface UsageTerm {
  * the hours between each end and its nearest boundary from an hourly one, added when outside the
  * days and taken away when inside: a Berlin day is one UTC day plus one hour before it, minus its
  * own last hour. Windows shorter than a day, or with no day shape for `needed`, read hours only.
+ * The hours come from EVENTS when no stored hourly shape keeps `needed`: a day term and its edge
+ * hours then both count the folded events only (the stores' readers), one statement, one snapshot.
  */
 export function planUsage(needed: Iterable<Dimension>, bounds: readonly number[]): UsageTerm[] {
   const wanted = [...needed];
@@ -147,6 +176,8 @@ export function directWindows(
 ): { first: number; count: number } | undefined {
   if (terms.length !== 1) return undefined;
   const [{ shape, spans }] = terms as [UsageTerm];
+  // The events: many rows per key.
+  if (readsEvents(shape)) return undefined;
   if (!shape.dimensions.every((d) => groupBy.includes(d) || filters[d]?.length === 1)) return undefined;
   const first = spans[0]?.from;
   if (first === undefined || !spans.every((s, w) => s.window === w && s.sign === 1 && s.from === first + w && s.to === s.from + 1)) return undefined;
@@ -185,12 +216,22 @@ export function measureSql(c: EventColumns): string[] {
  * size a row holds.
  */
 export function storedMeasureSql(c: EventColumns): string[] {
-  const [low, high] = splitSql(`coalesce(${c.bytes}, 0)`);
-  const of = (when: string, x: string) => `sum(CASE WHEN ${when} THEN ${x} ELSE 0 END)`;
-  const read = `${c.action} = ${GET}`;
-  const egress = `${c.action} = ${GET} AND ${c.billable}`;
-  const written = `${c.action} IN (${WRITES.join(', ')})`;
-  return ['count(*)', of(read, low), of(egress, low), of(written, low), of(read, high), of(egress, high), of(written, high)];
+  const [, ...bytes] = eventMeasureSql(c, true);
+  return ['count(*)', ...bytes.map((x) => `sum(${x})`)];
+}
+
+/**
+ * One events row's measures, as a rollup row of it would hold them: `parts`, its stored columns
+ * (STORED_MEASURE_COLUMNS order, the bytes split as the rollups keep them), else MEASURES order, the
+ * bytes whole (a rollup row's joinedMeasureSql).
+ */
+export function eventMeasureSql(c: EventColumns, parts: boolean): string[] {
+  const bytes = `coalesce(${c.bytes}, 0)`;
+  const of = (when: string, x: string) => `CASE WHEN ${when} THEN ${x} ELSE 0 END`;
+  const whens = [`${c.action} = ${GET}`, `${c.action} = ${GET} AND ${c.billable}`, `${c.action} IN (${WRITES.join(', ')})`];
+  if (!parts) return ['1', ...whens.map((when) => of(when, bytes))];
+  const [low, high] = splitSql(bytes);
+  return ['1', ...whens.map((when) => of(when, low)), ...whens.map((when) => of(when, high))];
 }
 
 /** The byte measures: kept wide (store/wide.ts), their sums unbounded. */
@@ -222,8 +263,11 @@ export function addMeasures(sums: Float64Array, at: number, action: number, byte
 
 /** A shape's key expressions over events rows: tenant, hour or day, then its dimensions (0 for none). */
 export function keySql(shape: Pick<Shape, 'grain' | 'dimensions'>, c: EventColumns): string[] {
-  return [c.tenant, `${c.timestamp} / ${GRAIN_HOURS[shape.grain] * 3600}`, ...shape.dimensions.map((d) => (d === 'action' ? c.action : `coalesce(${c.dims[d]}, 0)`))];
+  return [c.tenant, `${c.timestamp} / ${GRAIN_HOURS[shape.grain] * 3600}`, ...shape.dimensions.map((d) => eventDimensionSql(c, d))];
 }
+
+/** A dimension of an events row as the rollups key it: its dictionary id, 0 for none; action: its code. */
+export const eventDimensionSql = (c: EventColumns, d: Dimension): string => (d === 'action' ? c.action : `coalesce(${c.dims[d]}, 0)`);
 
 /** A shape's key columns in its table. */
 export function keyColumns(shape: Shape): string[] {

@@ -84,13 +84,13 @@ describe('cost: the bound on key × hour quantities per request', () => {
 
   describe('a month past the bound', () => {
     let spread = 0;
-    /** The service's reads of the fine usage shape (its month's requests and egress), counted. */
-    let fineReads = 0;
+    /** The service's reads of the events' usage (its month's requests and egress), counted. */
+    let usageReads = 0;
     const counted = (maxKeyHours: number) =>
       new CostService({
         usage: {
           query: (tenant, query, signal) => {
-            if (query.terms.some((t) => t.shape.name === 'fine')) fineReads++;
+            if (query.terms.some((t) => t.shape.name === 'events')) usageReads++;
             return store.usage.query(tenant, query, signal);
           },
           version: (tenant, toDay, signal) => store.usage.version(tenant, toDay, signal),
@@ -108,33 +108,33 @@ describe('cost: the bound on key × hour quantities per request', () => {
     });
 
     it('is refused after the day that passes the bound, its later days not read', async () => {
-      fineReads = 0;
+      usageReads = 0;
       await assert.rejects(counted(2).fineRows(spread, request()), refused);
       // Days 1 and 2 fit the bound of 2; day 3 passes it. Read whole, it was one read of every day.
-      assert.equal(fineReads, 3);
-      fineReads = 0;
+      assert.equal(usageReads, 3);
+      usageReads = 0;
       const priced = await counted(10).fineRows(spread, request());
       assert.equal(new Set(priced.flatMap((a) => a.rows.map((r) => r.hour))).size, 10, 'a key-hour of every day priced');
-      assert.equal(fineReads, 31, 'priced whole: a read per day of the month');
+      assert.equal(usageReads, 31, 'priced whole: a read per day of the month');
     });
 
     it('is refused again at once, whatever events of it come later (its usage rows alone passed the bound, and they never become fewer)', async () => {
       const costs = counted(2);
       await assert.rejects(costs.fineRows(spread, request()), refused);
-      fineReads = 0;
+      usageReads = 0;
       await assert.rejects(costs.fineRows(spread, request()), refused);
-      assert.equal(fineReads, 0, 'the refusal was remembered with the month');
+      assert.equal(usageReads, 0, 'the refusal was remembered with the month');
       // A provider filter is another question: read.
       await assert.rejects(costs.fineRows(spread, request('aws')), refused);
-      assert.equal(fineReads, 3);
+      assert.equal(usageReads, 3);
       // A late event of the month (a new key × hour): refused at once still, as the month still taking events is.
       await store.commit({ events: [{ tenantId: spread, receivedAt: MONTH_START + 41 * 24 * HOUR, event: getObject(MONTH_START + 20 * 24 * HOUR, { provider: 'aws', bucket: 'media', customerId: 'c2', bytes: 1 }) }], quarantine: [] });
-      fineReads = 0;
+      usageReads = 0;
       await assert.rejects(costs.fineRows(spread, request()), refused);
-      assert.equal(fineReads, 0);
+      assert.equal(usageReads, 0);
       // A service that remembers nothing reads it, and refuses it too: the memory gave the same answer.
       await assert.rejects(counted(2).fineRows(spread, request()), refused);
-      assert.equal(fineReads, 3);
+      assert.equal(usageReads, 3);
     });
 
     it('refused for its stored objects (not its usage rows), is refused at once only while it has not changed', async () => {
@@ -143,16 +143,16 @@ describe('cost: the bound on key × hour quantities per request', () => {
       const puts = Array.from({ length: 4 }, (_, i) => ({ action: 'PutObject', timestamp: MONTH_START + 5 + i, provider: 'aws', bucket: 'media', objectKey: `o${i}`, bytes: 100, customerId: `c${i}` }) as NormalizedEvent);
       await store.commit({ events: puts.map((event) => ({ tenantId: stored, receivedAt: MONTH_START + 40 * 24 * HOUR, event })), quarantine: [] });
       const costs = counted(5);
-      fineReads = 0;
+      usageReads = 0;
       await assert.rejects(costs.fineRows(stored, request()), refused);
-      assert.equal(fineReads, 31, 'its usage was read whole: the refusal came after');
-      fineReads = 0;
+      assert.equal(usageReads, 31, 'its usage was read whole: the refusal came after');
+      usageReads = 0;
       await assert.rejects(costs.fineRows(stored, request()), refused);
-      assert.equal(fineReads, 0, 'unchanged: refused from memory');
+      assert.equal(usageReads, 0, 'unchanged: refused from memory');
       // An event of the month: stored objects are not only ever more (a delete ends one), so it is read again.
       await store.commit({ events: [{ tenantId: stored, receivedAt: MONTH_START + 41 * 24 * HOUR, event: getObject(MONTH_START + 3 * 24 * HOUR, { provider: 'aws', bucket: 'media', customerId: 'c0', bytes: 1 }) }], quarantine: [] });
       await assert.rejects(costs.fineRows(stored, request()), refused);
-      assert.equal(fineReads, 31);
+      assert.equal(usageReads, 31);
     });
 
     it('is not remembered when it was refused only because an earlier month of the request used part of the bound', async () => {

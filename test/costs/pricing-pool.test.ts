@@ -41,7 +41,7 @@ describe('months priced at once in a cost thread', () => {
   const pricing = loadPricing({ prices: undefined, bucketPlans: undefined });
 
   /**
-   * A service bounded at POOL (`keptRows` as CostDeps), its fine usage reads noted as `YYYY-MM-DD`
+   * A service bounded at POOL (`keptRows` as CostDeps), its usage reads noted as `YYYY-MM-DD`
    * (the day read), each first awaiting `hold(day)`.
    */
   const service = (hold: (day: string) => Promise<void> | void = () => {}, keptRows?: number) => {

@@ -84,7 +84,7 @@ describe('sqlite usage fold from the sums the writer kept', () => {
         await commit(store, a, unitEvents(7, 300));
         await store.usage.catchUp();
         const folded = rollups(path);
-        assert.ok(folded.fine!.length > 100, `${folded.fine!.length} fine rows`);
+        assert.ok(folded.customer_hour!.length > 100, `${folded.customer_hour!.length} customer_hour rows`);
         const hour = Math.floor(T / 3600);
         await store.usage.rebuild(null, hour, hour + HOURS);
         assert.deepEqual(folded, rollups(path));

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { GRAIN_HOURS, directWindows, planUsage } from '../../src/usage/shapes.js';
+import { DIMENSIONS, GRAIN_HOURS, directWindows, planUsage } from '../../src/usage/shapes.js';
 import type { Dimension, UsageTerm } from '../../src/usage/shapes.js';
 import { windowBounds } from '../../src/usage/windows.js';
 import type { Granularity } from '../../src/usage/windows.js';
@@ -62,14 +62,25 @@ describe('planUsage', () => {
       [['provider', 'action'], ['tenant_day']],
       [['customerId', 'featureId', 'action'], ['feature_day']],
       [['clientId', 'customerId'], ['client_day']],
-      // No day shape keeps these: hourly only, down to fine for bucket and client type beside clientId.
-      [['customerId', 'provider'], ['customer']],
-      [['bucket'], ['fine']],
-      [['clientType', 'clientId'], ['fine']],
+      // No shape keeps these: the events, by the hour.
+      [['customerId', 'provider'], ['events']],
+      [['bucket'], ['events']],
+      [['clientType', 'clientId'], ['events']],
     ];
     for (const [needed, expected] of cases) assert.deepEqual(names(planUsage(needed, month)), expected, needed.join(','));
-    // Edge hours of a client_day answer come from fine (the only hourly shape with clientId).
-    assert.deepEqual(names(planUsage(['clientId'], [FROM + 5, TO - 3])), ['client_day', 'fine']);
+    // Edge hours of a client_day answer come from the events (no hourly shape keeps clientId), as do
+    // those of feature_day (none keeps featureId): only the edges, the days from the day shape.
+    for (const [needed, day] of [[['clientId'], 'client_day'], [['customerId', 'featureId'], 'feature_day']] as const) {
+      const plan = planUsage(needed, [FROM + 5, TO - 3]);
+      assert.deepEqual(names(plan), [day, 'events']);
+      assert.deepEqual(plan[1]!.spans, [
+        { window: 0, from: FROM, to: FROM + 5, sign: -1 },
+        { window: 0, from: TO - 3, to: TO, sign: -1 },
+      ]);
+    }
+    // Hourly windows of what an hourly shape keeps are read from it, never from the events.
+    assert.deepEqual(names(planUsage(['customerId'], windowBounds(FROM, TO, 'hour', 'UTC'))), ['customer_hour']);
+    assert.deepEqual(names(planUsage(['featureId'], windowBounds(FROM, TO, 'hour', 'UTC'))), ['events']);
     // Hourly windows, and windows shorter than their edges, are read by the hour.
     assert.deepEqual(names(planUsage([], windowBounds(FROM, TO, 'hour', 'UTC'))), ['tenant']);
     assert.deepEqual(names(planUsage(['customerId'], [FROM + 20, FROM + 28])), ['customer_hour']);
@@ -119,6 +130,11 @@ describe('directWindows', () => {
     assert.equal(directWindows(plan(['customerId'], 'day', 'Europe/Berlin').terms, ['customerId'], {}), undefined);
     assert.equal(directWindows(plan([], 'hour').terms, [], {}), undefined);
     assert.equal(directWindows(plan(['customerId'], 'day', 'UTC', ['featureId']).terms, ['customerId'], { featureId: ['f1', 'f2'] }), undefined);
+    // The events: every dimension grouped, one hour a window, still many rows per key.
+    const hours = windowBounds(FROM, FROM + 24, 'hour', 'UTC');
+    const events = planUsage(DIMENSIONS, hours);
+    assert.deepEqual(names(events), ['events']);
+    assert.equal(directWindows(events, DIMENSIONS, {}), undefined);
   });
 
   it('takes a dimension filtered to one value as fixed: the clients of one customer by day', () => {

@@ -244,7 +244,7 @@ for (const backend of BACKENDS) {
         {},
         { customerId: ['c1'] },
         { customerId: ['', 'c2'], action: ['GetObject', 'PutObject'] },
-        // Filters only the hourly shapes keep: bucket forces fine.
+        // Filters no stored shape keeps: bucket is read from the events.
         { bucket: ['media'] },
         { clientType: [''] },
         // A day shape's dimension filtered to one value is fixed (each row one answer row); to two, summed.

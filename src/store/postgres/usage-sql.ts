@@ -7,7 +7,7 @@
  * seqs a transaction stored: a range lies within one sequence block, and a block is reserved by one
  * transaction only, so a row names exactly events that committed with it.
  */
-import { FIRST_SHAPES, MEASURE_COLUMNS, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql } from '../../usage/shapes.js';
+import { FIRST_SHAPES, MEASURE_COLUMNS, MIGRATION_SHAPES, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql } from '../../usage/shapes.js';
 import { addSetSql, splitSql, wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
@@ -31,7 +31,7 @@ export const EVENT_COLUMNS: EventColumns = {
 };
 
 /** A rollup table as migrations 4 and 8 created it (its byte measures' high parts came with migration 12). */
-function createShapeSql(shape: Shape): string {
+export function createShapeSql(shape: Shape): string {
   const keys = keyColumns(shape);
   const type = (c: string) => (c === 'action' ? 'smallint' : 'integer');
   return `CREATE TABLE ${shape.table} (
@@ -125,6 +125,16 @@ ${SHAPES.map((shape) => `usage_${shape.name} AS (${rollupSql(shape, 'pending')})
 done AS (DELETE FROM usage_outbox WHERE id IN (SELECT id FROM batch))
 SELECT count(*)::integer AS n FROM batch`;
 
+/**
+ * The tenant $1's outbox rows (a read's CTE `pending`): in a statement's snapshot, its events stored
+ * but not folded yet are exactly those they name (a fold adds events to the rollups and deletes their
+ * rows in one statement). Usually none: reads fold first.
+ */
+export const PENDING_CTE = 'pending AS MATERIALIZED (SELECT first_seq, last_seq FROM usage_outbox WHERE tenant = $1)';
+
+/** Over an events row of tenant $1, beside PENDING_CTE: the rollups count it. */
+export const FOLDED_SQL = 'NOT EXISTS (SELECT 1 FROM pending p WHERE seq BETWEEN p.first_seq AND p.last_seq)';
+
 /** The measures per UTC day of a tenant's events stored but not folded yet ($1 tenant, days [$2, $3)). */
 export const UNFOLDED_SQL = `SELECT e.ts / 86400, ${storedMeasureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ')}
 FROM usage_outbox o JOIN events e ON e.tenant_id = o.tenant AND e.seq BETWEEN o.first_seq AND o.last_seq
@@ -169,9 +179,9 @@ SELECT tenant, day, 0, sum(s) + sum(r), sum(s), 0, sum(r) FROM (
 
 /** Migration 8: the shapes added after migration 4, created and filled from the events stored. */
 export function usageShapesMigrationSql(): string {
-  const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
+  const added = MIGRATION_SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
   return added.map((shape) => `${createShapeSql(shape)}\n${rollupSql(shape, 'events', 'true', true)};`).join('\n');
 }
 
 /** Migration 12: the rollups' byte measures wide (store/wide.ts). */
-export const WIDE_USAGE_MIGRATION_SQL = SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'bigint')).join('\n');
+export const WIDE_USAGE_MIGRATION_SQL = MIGRATION_SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'bigint')).join('\n');

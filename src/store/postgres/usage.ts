@@ -1,7 +1,10 @@
 /** Usage reads on PostgreSQL: routed rollup queries and reconcile figures (folding and rebuilds: usage-fold.ts). */
 import type { Pool, PoolClient } from 'pg';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
+import {
+  DIMENSION_COLUMN, GRAIN_HOURS, MEASURE_COLUMNS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, directWindows, eventDimensionSql, eventMeasureSql, joinedMeasureSql, measuresOf, readsEvents, storedMeasureSql,
+} from '../../usage/shapes.js';
+import { highColumn } from '../wide.js';
 import type { Dimension } from '../../usage/shapes.js';
 import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
@@ -10,13 +13,30 @@ import { dictionaryIds, idColumns, labelled, setMeasure } from '../usage-columns
 import { DayChecks } from '../usage-days.js';
 import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
-import { EVENT_COLUMNS, UNFOLDED_SQL } from './usage-sql.js';
+import { EVENT_COLUMNS, FOLDED_SQL, PENDING_CTE, UNFOLDED_SQL } from './usage-sql.js';
 import { inRange } from './sums.js';
 
 type Guard = <T>(run: () => Promise<T>) => Promise<T>;
 
 const VERSION_SQL = versionSql('$1', '$2', '$3', '::text');
 const SUMS = STORED_MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
+
+/**
+ * The events of span w (the tenant $1's, folded only) as rollup rows of their own: each dimension
+ * grouped or filtered under its rollup column's name, the measures as the rollups hold them (`parts`:
+ * the stored columns, else the bytes whole in the low columns, high parts 0), so that a term over
+ * them is summed as one over a rollup. The range is on ts itself: the (tenant_id, ts) index, and the
+ * partitions pruned.
+ */
+function eventsAsRollupRows(groupBy: readonly Dimension[], filters: readonly [Dimension, number[]][], parts: boolean): string {
+  const dims = [...new Set([...groupBy, ...filters.map(([d]) => d)])].map((d) => `${eventDimensionSql(EVENT_COLUMNS, d)} AS ${DIMENSION_COLUMN[d]}`);
+  const measures = eventMeasureSql(EVENT_COLUMNS, parts);
+  const columns = parts ? STORED_MEASURE_COLUMNS : MEASURE_COLUMNS;
+  const high = parts ? [] : WIDE_MEASURE_COLUMNS.map((c) => `0::bigint AS ${highColumn(c)}`);
+  const where = filters.map(([d, ids]) => ` AND ${eventDimensionSql(EVENT_COLUMNS, d)} IN (${ids.join(', ')})`).join('');
+  return `SELECT ${[...dims, ...measures.map((x, m) => `(${x})::bigint AS ${columns[m]}`), ...high].join(', ')} FROM events
+    WHERE tenant_id = $1 AND ts >= w.s::bigint * 3600 AND ts < w.e::bigint * 3600 AND ${FOLDED_SQL}${where}`;
+}
 
 export class PostgresUsageReads {
   constructor(
@@ -27,23 +47,24 @@ export class PostgresUsageReads {
 
   async query(tenantId: number, q: UsageStoreQuery, signal?: AbortSignal): Promise<UsageColumns> {
     this.reads.check(signal);
-    const where: string[] = [];
+    const filters: [Dimension, number[]][] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = await this.#filterIds(dimension, values);
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
-      where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
+      filters.push([dimension, ids]);
     }
     // The byte measures' parts joined in SQL; a product past 64 bits is read again in parts (wide.ts).
     try {
-      return await this.#query(tenantId, q, where, false, signal);
+      return await this.#query(tenantId, q, filters, false, signal);
     } catch (err) {
       if (!(err instanceof SumOutOfRangeError)) throw err;
-      return this.#query(tenantId, q, where, true, signal);
+      return this.#query(tenantId, q, filters, true, signal);
     }
   }
 
-  async #query(tenantId: number, q: UsageStoreQuery, where: string[], parts: boolean, signal: AbortSignal | undefined): Promise<UsageColumns> {
+  async #query(tenantId: number, q: UsageStoreQuery, filters: [Dimension, number[]][], parts: boolean, signal: AbortSignal | undefined): Promise<UsageColumns> {
     const measures = (alias: string) => (parts ? STORED_MEASURE_COLUMNS.map((c) => `${alias}.${c}`) : joinedMeasureSql(alias));
+    const where = filters.map(([d, ids]) => `u.${DIMENSION_COLUMN[d]} IN (${ids.join(', ')})`);
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
@@ -70,13 +91,18 @@ export class PostgresUsageReads {
     const terms = q.terms.map((term) => {
       const p = values.length + 1;
       values.push(...['window', 'from', 'to', 'sign'].map((f) => term.spans.map((s) => s[f as keyof typeof s])));
+      const rows = readsEvents(term.shape)
+        ? eventsAsRollupRows(q.groupBy, filters, parts)
+        : `SELECT u.* FROM ${term.shape.table} u WHERE u.tenant = $1 AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e${where.map((c) => ` AND ${c}`).join('')}`;
       return `SELECT w.i${groups}, ${measures('x').map((x) => `w.k * ${x}`).join(', ')}
   FROM unnest($${p}::integer[], $${p + 1}::integer[], $${p + 2}::integer[], $${p + 3}::integer[]) AS w(i, s, e, k)
-  CROSS JOIN LATERAL (SELECT u.* FROM ${term.shape.table} u WHERE u.tenant = $1 AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e${where.map((c) => ` AND ${c}`).join('')}) x`;
+  CROSS JOIN LATERAL (${rows}) x`;
     });
+    // Only the events folded (FOLDED_SQL): the tenant's outbox rows, in the statement's snapshot, name those that are not.
+    const pending = q.terms.some((term) => readsEvents(term.shape)) ? `WITH ${PENDING_CTE} ` : '';
     const count = parts ? STORED_MEASURE_COLUMNS.length : MEASURES.length;
     const sums = Array.from({ length: count }, (_, m) => m);
-    const sql = `SELECT i${keys}, ${sums.map((m) => `sum(m${m})::text`).join(', ')}
+    const sql = `${pending}SELECT i${keys}, ${sums.map((m) => `sum(m${m})::text`).join(', ')}
       FROM (${terms.join('\nUNION ALL\n')}) AS t(i${keys}, ${sums.map((m) => `m${m}`).join(', ')})
       GROUP BY i${keys}`;
     const { rows: raw } = await inRange(this.guarded(() => this.reads.query<unknown[]>({ text: sql, values, rowMode: 'array' }, signal)));

@@ -4,6 +4,7 @@
  */
 
 import type { Migration } from '../types.js';
+import { DROP_SHAPES_MIGRATION_SQL } from '../../usage/shapes.js';
 import { wideShapesMigrationSql } from '../../inventory/shapes.js';
 import { USAGE_CURSOR_MIGRATION_SQL, WIDE_USAGE_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
 import { INVENTORY_ENDED_MIGRATION_SQL, INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL, INVENTORY_SHAPES_MIGRATION_SQL } from './inventory.js';
@@ -196,5 +197,12 @@ CREATE TABLE rebuilds (
     // Sums of bytes passed 2^63 (146 events of the largest size in an hour, 2^19 in a rollup row, a
     // petabyte held for months in a read), and the store refused them, stopping every tenant (store/wide.ts).
     sql: `${WIDE_USAGE_MIGRATION_SQL}\n${wideShapesMigrationSql('INTEGER')}`,
+  },
+  {
+    version: 13,
+    name: 'no hourly usage rollups by bucket, client or feature: those queries read the events',
+    // usage_fine and usage_customer held about a row per event of the reference mix: they cost the
+    // fold most of its time and a read nothing over the events (README "Rollups: shapes and why").
+    sql: DROP_SHAPES_MIGRATION_SQL,
   },
 ];

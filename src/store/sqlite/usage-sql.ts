@@ -7,7 +7,7 @@
  * disagree.
  */
 import {
-  DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql,
+  DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, MIGRATION_SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql,
 } from '../../usage/shapes.js';
 import { addSetSql, highColumn, splitSql, wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
@@ -93,6 +93,9 @@ ON CONFLICT DO UPDATE SET ${addSetSql(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS)}`;
 /** Events stored but not folded yet: their seq is past the usage cursor. */
 export const UNFOLDED = "seq > (SELECT value FROM counters WHERE name = 'usage_seq')";
 
+/** Events the rollups count: their seq is at most the usage cursor. */
+export const FOLDED = "seq <= (SELECT value FROM counters WHERE name = 'usage_seq')";
+
 /** Migration 6: the usage cursor. The rollups of an existing database are up to date with every stored event. */
 export const USAGE_CURSOR_MIGRATION_SQL = "INSERT INTO counters (name, value) SELECT 'usage_seq', value FROM counters WHERE name = 'event_seq';";
 
@@ -127,9 +130,9 @@ SELECT tenant, day, sum(n), sum(s), 0, sum(r) FROM (
 
 /** Migration 8: the shapes added after migration 4, created and filled from the events stored. */
 export function usageShapesMigrationSql(): string {
-  const added = SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
+  const added = MIGRATION_SHAPES.filter((shape) => !FIRST_SHAPES.includes(shape));
   return added.map((shape) => `${createShapeSql(shape)}\n${rollupFromEvents(shape, 'true')};`).join('\n');
 }
 
 /** Migration 12: the rollups' byte measures wide (store/wide.ts). */
-export const WIDE_USAGE_MIGRATION_SQL = SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'INTEGER')).join('\n');
+export const WIDE_USAGE_MIGRATION_SQL = MIGRATION_SHAPES.map((shape) => wideColumnsMigrationSql(shape.table, WIDE_MEASURE_COLUMNS, 'INTEGER')).join('\n');

@@ -1,14 +1,16 @@
 /** Usage reads on a reader thread's connection: routed rollup queries (as columns) and the reconcile figures. */
 import type { Statement } from 'better-sqlite3';
 import { isActionName, KINDS } from '../../events/catalogue.js';
-import { DIMENSION_COLUMN, GRAIN_HOURS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, joinedMeasureSql, measuresOf, storedMeasureSql } from '../../usage/shapes.js';
-import type { Dimension, Grain, UsageSpan } from '../../usage/shapes.js';
+import {
+  DIMENSION_COLUMN, GRAIN_HOURS, MEASURES, SHAPES, STORED_MEASURE_COLUMNS, directWindows, eventDimensionSql, eventMeasureSql, joinedMeasureSql, measuresOf, readsEvents, storedMeasureSql,
+} from '../../usage/shapes.js';
+import type { Dimension, Grain, Shape, UsageSpan } from '../../usage/shapes.js';
 import { SumOutOfRangeError } from '../types.js';
 import type { DataVersion, UsageColumns, UsageDayCheck, UsageStoreQuery } from '../types.js';
 import { EVERY_TENANT, versionSql } from '../rebuilds.js';
 import { dictionaryIds, idColumns, labelled, resized, setMeasure } from '../usage-columns.js';
 import type { Connection } from './connection.js';
-import { EVENT_COLUMNS, UNFOLDED } from './usage-sql.js';
+import { EVENT_COLUMNS, FOLDED, UNFOLDED } from './usage-sql.js';
 import { DayChecks } from '../usage-days.js';
 import { integerRows, integerSums } from './integer-sums.js';
 
@@ -52,53 +54,66 @@ export class UsageReader {
   }
 
   query(tenantId: number, q: UsageStoreQuery): UsageColumns {
-    const where: string[] = [];
+    const filters: [Dimension, number[]][] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = this.#filterIds(dimension, values);
       if (ids.length === 0) return labelled(q.groupBy, idColumns(q.groupBy, 0), new Map());
-      where.push(`u.${DIMENSION_COLUMN[dimension]} IN (${ids.join(', ')})`);
+      filters.push([dimension, ids]);
     }
     // The byte measures' parts joined in SQL; a sum past 64 bits is read again in parts (wide.ts).
     try {
-      return this.#query(tenantId, q, where, false);
+      return this.#query(tenantId, q, filters, false);
     } catch (err) {
       if (!(err instanceof SumOutOfRangeError)) throw err;
-      return this.#query(tenantId, q, where, true);
+      return this.#query(tenantId, q, filters, true);
     }
   }
 
-  #query(tenantId: number, q: UsageStoreQuery, where: string[], parts: boolean): UsageColumns {
-    const measures = parts ? STORED_MEASURE_COLUMNS.map((c) => `u.${c}`) : joinedMeasureSql('u');
+  #query(tenantId: number, q: UsageStoreQuery, filters: [Dimension, number[]][], parts: boolean): UsageColumns {
+    // A rollup row's columns, or an events row's as its rollup row would hold them (unqualified: the spans' columns are all w.).
+    const source = (shape: Shape) => {
+      const events = readsEvents(shape);
+      const dimension = (d: Dimension) => (events ? eventDimensionSql(EVENT_COLUMNS, d) : `u.${DIMENSION_COLUMN[d]}`);
+      const measures = events ? eventMeasureSql(EVENT_COLUMNS, parts) : parts ? STORED_MEASURE_COLUMNS.map((c) => `u.${c}`) : joinedMeasureSql('u');
+      return { dimension, measures, where: filters.map(([d, ids]) => `${dimension(d)} IN (${ids.join(', ')})`) };
+    };
     const direct = directWindows(q.terms, q.groupBy, q.filters);
     if (direct !== undefined) {
       const { shape } = q.terms[0]!;
       const { first, count } = direct;
+      const { dimension, measures, where } = source(shape);
       // Each unit looked up by equality, so that a dimension filtered after the time column in the key narrows the lookup.
       const units = Array.from({ length: count }, (_, w) => first + w);
-      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, u.${DIMENSION_COLUMN[d]}`).join('')}, ${measures.join(', ')}
+      const sql = `SELECT u.${shape.grain}${q.groupBy.map((d) => `, ${dimension(d)}`).join('')}, ${measures.join(', ')}
   FROM ${shape.table} u WHERE u.tenant = ? AND u.${shape.grain} IN (SELECT value FROM json_each(?))${where.map((c) => ` AND ${c}`).join('')}`;
       return this.#columns(q, integerRows(this.#prepare(sql).raw(true).iterate(tenantId, JSON.stringify(units)) as Iterable<bigint[]>), first, parts);
     }
-    const groups = q.groupBy.map((d, g) => `, u.${DIMENSION_COLUMN[d]} AS g${g}`).join('');
     const keys = q.groupBy.map((_, g) => `, g${g}`).join('');
     // Spans drive the join (CROSS JOIN fixes the order): each is one range scan of the (tenant, hour
-    // or day) key. Left to itself the planner scanned the rollup once and every window per row (10 s
-    // at 200k rows). Each term's rows are signed (an edge hour may be taken away), then summed.
+    // or day) key, or of the events' (tenant, timestamp) index. Left to itself the planner scanned the
+    // rollup once and every window per row (10 s at 200k rows). Each term's rows are signed (an edge
+    // hour may be taken away), then summed.
     // The spans are MATERIALIZED: inlined, each use of a span's field in the join re-read its JSON
     // (three times the CPU of hourly windows). One term (most queries) is summed in place; several
     // are summed over their UNION ALL.
     const single = q.terms.length === 1;
     const measure = (x: string, m: number) => (single ? `sum(w.k * ${x})` : `w.k * ${x} AS m${m}`);
-    const terms = q.terms.map(
-      (term, t) => `SELECT w.i AS i${groups}, ${measures.map(measure).join(', ')}
-  FROM w${t} w CROSS JOIN ${term.shape.table} u ON bm_check(w.i) AND u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e
-  ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`,
-    );
+    const terms = q.terms.map((term, t) => {
+      const { dimension, measures, where } = source(term.shape);
+      const groups = q.groupBy.map((d, g) => `, ${dimension(d)} AS g${g}`).join('');
+      // The events folded only (FOLDED), the same snapshot as the rollups read beside them: an answer counts one set of events.
+      const join = readsEvents(term.shape)
+        ? `events ON bm_check(w.i) AND tenant = ? AND timestamp >= w.s * 3600 AND timestamp < w.e * 3600 AND ${FOLDED}`
+        : `${term.shape.table} u ON bm_check(w.i) AND u.tenant = ? AND u.${term.shape.grain} >= w.s AND u.${term.shape.grain} < w.e`;
+      return `SELECT w.i AS i${groups}, ${measures.map(measure).join(', ')}
+  FROM w${t} w CROSS JOIN ${join}
+  ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`;
+    });
     const spans = `WITH ${q.terms.map((_, t) => `w${t}(i, s, e, k) AS MATERIALIZED (SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?))`).join(', ')}`;
     const sql = single
       ? `${spans}\n${terms[0]}\nGROUP BY i${keys}`
       : `${spans}
-SELECT i${keys}, ${measures.map((_, m) => `sum(m${m})`).join(', ')}
+SELECT i${keys}, ${(parts ? STORED_MEASURE_COLUMNS : MEASURES).map((_, m) => `sum(m${m})`).join(', ')}
 FROM (${terms.join('\nUNION ALL\n')})
 GROUP BY i${keys}`;
     const params = [
