@@ -26,7 +26,7 @@ const PER_HOUR = 40;
 const hour0 = T0 / 3600;
 const TENANT_DAY = SHAPES.find((s) => s.name === 'tenant_day')!;
 const REQUESTS = MEASURES.indexOf('requests');
-/** Every hour of the 60 days as one window, grouped by what only the finest shape keeps. */
+/** Every hour of the 60 days as one window, grouped by what no stored shape keeps: read from the events, a day of them per piece. */
 const WHOLE: UsageStoreQuery = {
   terms: planUsage(['clientId', 'bucket'], [hour0, hour0 + HOURS]),
   groupBy: ['clientId', 'bucket'],
