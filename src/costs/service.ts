@@ -1,9 +1,10 @@
 /**
  * Cost: per tenant, per provider account and plan, per UTC calendar month that the query overlaps,
  * the pricing engine's account-month is built from the usage (requests and billable egress per
- * attribution key × hour, read from the folded events: usage/shapes.ts EVENTS) and the object inventory (StorageFeed), priced whole
- * (tiers and allowances are consumed from the month's start, whatever the query's range), then cut
- * to the query's windows and filters and summed exactly. Knows nothing of HTTP.
+ * attribution key × hour, read from the folded events: usage/shapes.ts EVENTS) and the object
+ * inventory (StorageFeed), priced whole (tiers and allowances are consumed from the month's start,
+ * whatever the query's range), then cut to the query's windows and filters and summed exactly.
+ * Knows nothing of HTTP.
  */
 import type { CostDimension, CostGroups, GroupedCost, ProviderCostRow } from '../pricing/aggregate.js';
 import { addCostColumns, groupedCosts, mergeCosts } from '../pricing/aggregate.js';
