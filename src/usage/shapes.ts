@@ -247,10 +247,9 @@ export const joinedMeasureSql = (alias: string): string[] => MEASURE_COLUMNS.map
 export const measuresOf = (raw: readonly bigint[], at: number): bigint[] => fromStored(raw, at, MEASURES.length, WIDE_AT);
 
 /**
- * One event's measures added into `sums` (STORED_MEASURE_COLUMNS order, the byte ones whole in their
- * low column: the stage's sums of a fold's chunk, SQLite's usage-sql.ts stageFromEvents), as
- * measureSql's aggregates count it: the writer sums a transaction's events with this while it inserts
- * them (SQLite's usage stage). `billable` is the stored column (null when absent, which counts as billable).
+ * One event's measures added into `sums` from `at` (MEASURES order, the byte ones whole), as
+ * measureSql's aggregates count them: the writer sums its events with this while it inserts them
+ * (SQLite's usage-sums.ts). `billable` is the stored column (null when absent, which counts as billable).
  */
 export function addMeasures(sums: Float64Array, at: number, action: number, bytes: number | null, billable: number | null): void {
   sums[at]! += 1;

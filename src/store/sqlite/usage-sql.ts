@@ -4,7 +4,8 @@
  * that misses nothing: the writer folds the seqs after it in bounded chunks, advancing it in the same
  * transaction; a rebuild folds a time range after deleting its rollup rows. Both sum the events into
  * the stage (stageFromEvents) and add the stage to every shape (rollupFromStage), so they cannot
- * disagree.
+ * disagree; a fold of seqs the writer summed as it inserted them writes those sums instead
+ * (usage-sums.ts), the same rows.
  */
 import {
   DIMENSION_COLUMN, DIMENSIONS, FIRST_SHAPES, GRAIN_HOURS, MEASURE_COLUMNS, MIGRATION_SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql,
@@ -53,9 +54,6 @@ const STAGE_KEYS = ['tenant', 'hour', ...DIMENSIONS.map((d) => DIMENSION_COLUMN[
 export const CREATE_STAGE = `CREATE TEMP TABLE IF NOT EXISTS usage_stage (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].map((c) => `${c} INTEGER NOT NULL`).join(', ')})`;
 
 export const CLEAR_STAGE = 'DELETE FROM temp.usage_stage';
-
-/** One stage row, as the writer sums it (usage-stage.ts): key columns, then measures. */
-export const INSERT_STAGE_ROW = `INSERT INTO temp.usage_stage (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].join(', ')}) VALUES (${[...STAGE_KEYS, ...STORED_MEASURE_COLUMNS].map(() => '?').join(', ')})`;
 
 /**
  * Sums the events matching `where` into the stage (empty before). A stage row's byte measures are

@@ -13,8 +13,8 @@ import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
-import { CLEAR_STAGE, CREATE_STAGE, INSERT_STAGE_ROW, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
-import { PendingStage } from './usage-stage.js';
+import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
+import { PendingSums, prepareUpserts } from './usage-sums.js';
 import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
 import { INVENTORY_MORE } from './protocol.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
@@ -82,7 +82,7 @@ function prepare(db: Connection) {
     setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
     stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?', false)),
-    stageRow: db.prepare(INSERT_STAGE_ROW),
+    upserts: prepareUpserts(db, SHAPES),
     rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
     clearStage: db.prepare(CLEAR_STAGE),
     receipts: db.prepare(UPSERT_RECEIPTS),
@@ -114,8 +114,8 @@ class Writer {
   /** The same for INSERT_ROWS events, one after the other. */
   readonly #rows = new Array<unknown>(EVENT_COLUMNS.length * INSERT_ROWS);
   readonly #event = new PackedEvent();
-  /** The stored events' usage, summed as they are inserted for the fold that follows. */
-  readonly #stage = new PendingStage(EVENT_COLUMNS);
+  /** The stored events' usage, summed per shape as they are inserted for the fold that follows. */
+  readonly #sums = new PendingSums(EVENT_COLUMNS, SHAPES);
 
   constructor(private readonly data: WriterData) {}
 
@@ -125,6 +125,9 @@ class Writer {
    * else its seq.
    */
   commit(units: readonly PackedUnit[]): Float64Array<ArrayBuffer>[] {
+    const usage = this.data.usage !== false;
+    const events = units.reduce((n, unit) => n + unit.count, 0);
+    if (usage) this.#foldFullSums(events);
     const s = this.#open();
     const objectKeys = this.#objectKeys!;
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
@@ -139,10 +142,10 @@ class Writer {
       let seq = first;
       // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
       const tseqs = new Map<number, number>();
-      const receipts = this.data.usage !== false ? new Receipts() : undefined;
-      const stage = receipts !== undefined ? this.#stage : undefined;
-      stage?.begin();
-      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, stage);
+      const receipts = usage ? new Receipts() : undefined;
+      const sums = usage ? this.#sums : undefined;
+      sums?.begin(first, events);
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, sums);
       s.setLastSeq.run(seq);
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       if (receipts !== undefined) {
@@ -153,13 +156,29 @@ class Writer {
         if (seq > first) s.inventoryOutbox.run(first, seq);
       }
       s.commit.run();
-      stage?.committed(first, seq);
+      sums?.committed(first, seq);
       return seqs;
     } catch (err) {
+      // What it summed is in the sums: the seqs they cover are folded from the events.
+      this.#sums.drop();
       for (const value of added) this.#dict.delete(value);
       objectKeys.forget(addedKeys);
       this.#reset();
       throw err;
+    }
+  }
+
+  /**
+   * Folds the kept sums before a commit of `events` events could take them past their bound, when
+   * they start at the usage cursor (one fold writes them all). Else the commit is not summed: its
+   * seqs are folded from the events.
+   */
+  #foldFullSums(events: number): void {
+    if (!this.#sums.full(events)) return;
+    try {
+      if (this.#sums.startsAt(this.#open().usageCursor.get() as number)) this.foldUsage(null);
+    } catch {
+      // The commit goes on, unsummed: a failing fold is the background catch-up's to report.
     }
   }
 
@@ -176,7 +195,7 @@ class Writer {
     added: string[],
     addedKeys: string[],
     receipts: Receipts | undefined,
-    stage: PendingStage | undefined,
+    sums: PendingSums | undefined,
   ): number {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const event = this.#event;
@@ -197,7 +216,7 @@ class Writer {
     /** Stored (`id`: its seq or tseq) or a duplicate (0): its outcome counted. */
     const stored = (i: number, id: number, args: unknown[], at: number) => {
       seqs[i] = id;
-      if (id !== 0) stage?.add(args, at);
+      if (id !== 0) sums?.add(args, at);
       event.at(unit, i);
       receipts?.add(event.tenantId, event.receivedAt, id === 0 ? DUPLICATE : STORED);
     };
@@ -309,16 +328,18 @@ class Writer {
     let to: number;
     try {
       s.begin.run();
-      to = this.#stage.stage(cursor, goal, FOLD_CHUNK_EVENTS, s.stageRow, (from, upTo) => s.stageFold.run(from, upTo));
-      for (const rollup of s.rollups) rollup.run();
-      s.clearStage.run();
+      to = this.#sums.fold(cursor, goal, FOLD_CHUNK_EVENTS, s.upserts, (from, upTo) => {
+        s.stageFold.run(from, upTo);
+        for (const rollup of s.rollups) rollup.run();
+        s.clearStage.run();
+      });
       s.setUsageCursor.run(to);
       s.commit.run();
     } catch (err) {
       this.#reset();
       throw err;
     }
-    this.#stage.folded(to);
+    this.#sums.folded(to);
     return to < goal ? goal : null;
   }
 
