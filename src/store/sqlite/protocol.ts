@@ -11,6 +11,8 @@ export interface WriterData {
   usage?: boolean;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN). */
   catchUpSpan?: number;
+  /** Most rows the usage sums the writer keeps may hold (default MAX_SUM_ROWS, usage-sums.ts). */
+  usageSumRows?: number;
 }
 
 /** An inventory catch-up step's answer when outbox rows are left for the next step. */

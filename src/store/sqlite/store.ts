@@ -43,6 +43,8 @@ export interface SqliteStoreOptions {
   foldBeforeReadMs?: number;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
   catchUpSpan?: number;
+  /** Tests only: most rows of usage sums the writer keeps before it folds them (default MAX_SUM_ROWS). */
+  usageSumRows?: number;
 }
 
 
@@ -250,7 +252,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }) }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }), ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {

@@ -138,7 +138,7 @@ export class PendingSums {
   #bytes = 0;
 
   /** `columns`: the event insert's columns, in the order of the arguments `add` is given. */
-  constructor(columns: readonly string[], shapes: readonly Shape[]) {
+  constructor(columns: readonly string[], shapes: readonly Shape[], readonly maxRows = MAX_SUM_ROWS) {
     const at = (column: string) => {
       const i = columns.indexOf(column);
       if (i === -1) throw new Error(`the event insert has no column ${column}`);
@@ -163,9 +163,9 @@ export class PendingSums {
     return rows;
   }
 
-  /** Whether a transaction of `events` events could take the sums past MAX_SUM_ROWS. */
+  /** Whether a transaction of `events` events could take the sums past `maxRows`. */
   full(events: number): boolean {
-    return this.#from !== -1 && this.rows + events * this.#shapes.length > MAX_SUM_ROWS;
+    return this.#from !== -1 && this.rows + events * this.#shapes.length > this.maxRows;
   }
 
   /** Whether the sums cover the seqs right after `cursor`. */
@@ -175,11 +175,9 @@ export class PendingSums {
 
   /**
    * A transaction of up to `events` events begins, its seqs after `first`: it sums them if they follow
-   * the seqs covered (or none are) and stay within MAX_SUM_ROWS.
+   * the seqs covered (or none are) and stay within `maxRows`.
    */
   begin(first: number, events: number): void {
-    // A transaction left summing did not commit: what it added is in the sums.
-    if (this.#summing) this.drop();
     this.#summing = (this.#from === -1 || this.#to === first) && !this.full(events);
   }
 
@@ -231,7 +229,8 @@ export class PendingSums {
    * last seq folded.
    */
   fold(cursor: number, goal: number, maxEvents: number, upserts: readonly ShapeUpserts[], fromEvents: (from: number, to: number) => void): number {
-    // Sums of seqs the cursor has passed (a fold from the events did) are of no more use.
+    // Sums of seqs the cursor has passed are of no more use: a fold whose COMMIT reported a failure
+    // (so its sums were kept) may still have been durable.
     if (this.#from !== -1 && this.#from < cursor) this.drop();
     if (this.#from === -1 || this.#from > cursor) {
       const to = Math.min(goal, cursor + maxEvents, this.#from === -1 ? Infinity : this.#from);
@@ -254,10 +253,22 @@ function write(sums: KeyedSums, upserts: ShapeUpserts): void {
   const width = n + STORED_MEASURE_COLUMNS.length;
   // A plain array, spread: spreading typed-array views goes through their iterators.
   const args = new Array<number>(width * UPSERT_ROWS).fill(0);
+  const { keys } = sums;
+  // In the table's key order, as a GROUP BY gives them: each upsert then finds its page where the last
+  // one left off (in the order the rows were added, each searched the table afresh: twice the cost).
+  const order = new Int32Array(sums.rows);
+  for (let row = 0; row < sums.rows; row++) order[row] = row;
+  order.sort((a, b) => {
+    for (let k = 0; k < n; k++) {
+      const d = keys[a * n + k]! - keys[b * n + k]!;
+      if (d !== 0) return d;
+    }
+    return 0;
+  });
   let filled = 0;
-  for (let row = 0; row < sums.rows; row++) {
+  for (const row of order) {
     const at = filled * width;
-    for (let k = 0; k < n; k++) args[at + k] = sums.keys[row * n + k]!;
+    for (let k = 0; k < n; k++) args[at + k] = keys[row * n + k]!;
     for (let m = 0; m < MEASURE_COUNT; m++) args[at + n + m] = sums.sums[row * MEASURE_COUNT + m]!;
     WIDE.forEach((m, w) => {
       const value = sums.sums[row * MEASURE_COUNT + m]!;

@@ -115,9 +115,11 @@ class Writer {
   readonly #rows = new Array<unknown>(EVENT_COLUMNS.length * INSERT_ROWS);
   readonly #event = new PackedEvent();
   /** The stored events' usage, summed per shape as they are inserted for the fold that follows. */
-  readonly #sums = new PendingSums(EVENT_COLUMNS, SHAPES);
+  readonly #sums: PendingSums;
 
-  constructor(private readonly data: WriterData) {}
+  constructor(private readonly data: WriterData) {
+    this.#sums = new PendingSums(EVENT_COLUMNS, SHAPES, data.usageSumRows);
+  }
 
   /**
    * Commits the units in one transaction: all of them, or none. Per unit and event: 0 for a
