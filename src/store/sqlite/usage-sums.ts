@@ -15,9 +15,9 @@ import type { Shape } from '../../usage/shapes.js';
 import { addSetSql } from '../wide.js';
 
 /**
- * At most this many rows over every shape: the fold that writes them holds commits (the writer is
- * one thread) for about 1 µs a row, and they cost ~100 bytes each. A commit that could take the
- * sums past it folds them first (writer-worker.ts).
+ * At most this many rows over every shape (or one transaction's, summed alone): the fold that writes
+ * them holds commits (the writer is one thread) for about 1.3 µs a row, and they cost ~100 bytes
+ * each. A commit that could take the sums past it folds them first (writer-worker.ts).
  */
 export const MAX_SUM_ROWS = 65_536;
 
