@@ -76,9 +76,11 @@ CREATE TABLE inventory_outbox (
 INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at) SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM events GROUP BY tenant;
 `;
 
-/** The writer's hook: the tenants and earliest timestamps of a transaction's events (seqs after ?1 up to ?2). */
-export const OUTBOX_FROM_SEQS = `INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
-SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM events WHERE seq > ? AND seq <= ? AND action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant`;
+/**
+ * The writer's hook: one row per tenant of a transaction's inventory events, their earliest timestamp
+ * and first and last seq, as the writer counted them while inserting (InventoryFeed).
+ */
+export const OUTBOX_ROW = 'INSERT INTO inventory_outbox (tenant, from_ts, first_seq, last_seq, at) VALUES (?, ?, ?, ?, unixepoch())';
 
 /**
  * Migration 7: the per-key inventory log, which a catch-up reads to find the events its new ones are

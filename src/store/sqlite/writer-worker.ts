@@ -15,7 +15,8 @@ import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
 import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
 import { PendingSums, prepareUpserts } from './usage-sums.js';
-import { InventoryWriter, OUTBOX_FROM_SEQS } from './inventory.js';
+import { InventoryWriter, OUTBOX_ROW } from './inventory.js';
+import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
 import { INVENTORY_MORE } from './protocol.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
@@ -86,7 +87,7 @@ function prepare(db: Connection) {
     rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
     clearStage: db.prepare(CLEAR_STAGE),
     receipts: db.prepare(UPSERT_RECEIPTS),
-    inventoryOutbox: db.prepare(OUTBOX_FROM_SEQS),
+    inventoryOutbox: db.prepare(OUTBOX_ROW),
     inventory: new InventoryWriter(db),
     rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
     // Only what is folded: the events past the cursor are added by their fold.
@@ -145,9 +146,10 @@ class Writer {
       // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
       const tseqs = new Map<number, number>();
       const receipts = usage ? new Receipts() : undefined;
+      const feed = usage ? new InventoryFeed() : undefined;
       const sums = usage ? this.#sums : undefined;
       sums?.begin(first, events);
-      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, sums);
+      for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, sums, feed);
       s.setLastSeq.run(seq);
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       if (receipts !== undefined) {
@@ -155,7 +157,7 @@ class Writer {
         // the rollups are folded after commit (foldUsage), from the seqs past the usage cursor.
         receipts.write(s.receipts);
         // The inventory's feed: written with the events, applied by inventoryWork.
-        if (seq > first) s.inventoryOutbox.run(first, seq);
+        feed?.write(s.inventoryOutbox);
       }
       s.commit.run();
       sums?.committed(first, seq);
@@ -198,6 +200,7 @@ class Writer {
     addedKeys: string[],
     receipts: Receipts | undefined,
     sums: PendingSums | undefined,
+    feed: InventoryFeed | undefined,
   ): number {
     const dictIds = unit.values.map((value) => this.#dictId(s, value, added));
     const event = this.#event;
@@ -218,7 +221,10 @@ class Writer {
     /** Stored (`id`: its seq or tseq) or a duplicate (0): its outcome counted. */
     const stored = (i: number, id: number, args: unknown[], at: number) => {
       seqs[i] = id;
-      if (id !== 0) sums?.add(args, at);
+      if (id !== 0) {
+        sums?.add(args, at);
+        feed?.add(args[at + 2] as number, args[at + 3] as number, args[at] as number, args[at + 5] as number);
+      }
       event.at(unit, i);
       receipts?.add(event.tenantId, event.receivedAt, id === 0 ? DUPLICATE : STORED);
     };
@@ -479,6 +485,31 @@ class Receipts {
       const [tenant, day] = key.split('/');
       upsert.run(Number(tenant), Number(day), received, stored, duplicates, rejected);
     }
+  }
+}
+
+const INVENTORY_ACTION = new Set(INVENTORY_ACTION_CODES);
+
+/**
+ * A transaction's inventory events per tenant (earliest timestamp, first and last seq), counted while
+ * they are inserted: reading them back by seq range cost the writer about a microsecond per event.
+ */
+class InventoryFeed {
+  readonly #tenants = new Map<number, [fromTs: number, firstSeq: number, lastSeq: number]>();
+
+  add(tenantId: number, timestamp: number, seq: number, action: number): void {
+    if (!INVENTORY_ACTION.has(action)) return;
+    const row = this.#tenants.get(tenantId);
+    if (row === undefined) this.#tenants.set(tenantId, [timestamp, seq, seq]);
+    else {
+      if (timestamp < row[0]) row[0] = timestamp;
+      // Seqs are handed out in order within a transaction.
+      row[2] = seq;
+    }
+  }
+
+  write(insert: Statements['inventoryOutbox']): void {
+    for (const [tenant, [fromTs, firstSeq, lastSeq]] of this.#tenants) insert.run(tenant, fromTs, firstSeq, lastSeq);
   }
 }
 
