@@ -414,7 +414,6 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
     });
 
     it('equals the reference model after every catch-up when late events reach copies, uploads\' keys and forced deletes', async () => {
-      const store = opened!.store;
       await fc.assert(
         fc.asyncProperty(roundsArb, async (h) => {
           await inRounds(h);
