@@ -46,6 +46,7 @@ export interface Phase {
 }
 
 const NO_USAGE = { BUCKETMETER_BENCH_NO_USAGE: '1' };
+const NO_INVENTORY = { BUCKETMETER_BENCH_NO_INVENTORY: '1' };
 
 const single = () => stream('single', SINGLE_CONNECTIONS, 'ingest');
 const batch100 = () => stream('batch100', BATCH_CONNECTIONS, 'ingest');
@@ -62,6 +63,9 @@ export function phases(withPostgres: boolean): Phase[] {
     { id: 'store-sqlite-nousage', title: 'bucketmeter SQLite store.commit(), 1,000-event units, no HTTP, usage rollups off', target: 'store', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [], noUsage: true },
     { id: 'single-nousage', title: 'bucketmeter SQLite, POST /s3, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [single()], env: NO_USAGE },
     { id: 'batch1000-nousage', title: 'bucketmeter SQLite, POST /s3/batch x1,000, usage rollups off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [batch1000()], env: NO_USAGE },
+    // Issue 13's ratio is of the usage rollups alone: the inventory (issue 14) came after it.
+    { id: 'single-noinventory', title: 'bucketmeter SQLite, POST /s3, usage rollups on, inventory off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [single()], env: NO_INVENTORY },
+    { id: 'batch1000-noinventory', title: 'bucketmeter SQLite, POST /s3/batch x1,000, usage rollups on, inventory off', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [batch1000()], env: NO_INVENTORY },
     { id: 'usage-query', title: 'bucketmeter SQLite, GET /v1/usage, 30 days of the reference mix', target: 'usage-query', backend: 'sqlite', groups: ['sqlite', 'usage'], streams: [] },
     { id: 'inventory-query', title: 'bucketmeter SQLite, stored bytes and /v1/objects over live versions of 30 days', target: 'inventory-query', backend: 'sqlite', groups: ['sqlite', 'inventory'], streams: [] },
     { id: 'single', title: 'bucketmeter SQLite, POST /s3', target: 'bucketmeter', backend: 'sqlite', groups: ['sqlite'], streams: [single()], rssTarget: true },

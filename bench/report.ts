@@ -359,6 +359,8 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
     });
   }
   const usagePairs: [string, string, string, 'rawRowsPerSec' | 'reqPerSec' | 'eventsPerSec'][] = [
+    ['SQLite single, usage alone (inventory off),', 'single-noinventory', 'single-nousage', 'reqPerSec'],
+    ['SQLite batch 1,000, usage alone (inventory off),', 'batch1000-noinventory', 'batch1000-nousage', 'eventsPerSec'],
     ['SQLite store.commit()', 'store-sqlite', 'store-sqlite-nousage', 'rawRowsPerSec'],
     ['SQLite single', 'single', 'single-nousage', 'reqPerSec'],
     ['SQLite batch 1,000', 'batch1000', 'batch1000-nousage', 'eventsPerSec'],
@@ -368,7 +370,7 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
   ];
   for (const [name, withId, withoutId, field] of usagePairs) {
     const rate = (id: string) => (field === 'rawRowsPerSec' ? p[id]?.rawRowsPerSec : p[id]?.streams[0]?.[field]);
-    if (p[withoutId] === undefined) continue;
+    if (p[withoutId] === undefined || p[withId] === undefined) continue;
     const unit = field === 'reqPerSec' ? 'req/s' : 'events/s';
     const w = p[withId];
     vs(`${name} with usage rollups vs without`, TARGETS.usageIngestRatio, rate(withId), rate(withoutId), unit, 'rollups off');

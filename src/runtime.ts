@@ -67,6 +67,11 @@ export function sqlitePath(config: Config): string {
  * add). Not a setting: a store run with it has usage figures that verify reports as wrong.
  */
 const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
+/**
+ * Set to 1 by the bench only (SQLite), to measure ingest with the usage rollups alone: events are
+ * stored without the inventory's feed, so stored bytes and /v1/objects stay empty.
+ */
+const BENCH_NO_INVENTORY = 'BUCKETMETER_BENCH_NO_INVENTORY';
 /** How long before the server's idle timeout a cost request still being priced is answered 503. */
 const COST_ANSWER_MARGIN_MS = 5000;
 
@@ -81,8 +86,10 @@ const COST_ANSWER_MARGIN_MS = 5000;
  */
 export async function openStore(config: Config, logger: Logger, options: { create: boolean; serve?: boolean } = { create: true, serve: true }): Promise<Store> {
   const usage = process.env[BENCH_NO_USAGE] !== '1';
+  const inventory = process.env[BENCH_NO_INVENTORY] !== '1';
   const foldBeforeReadMs = options.serve === true ? Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs) : Number.POSITIVE_INFINITY;
   if (config.databaseUrl !== undefined) {
+    if (!inventory) throw new SetupError(`${BENCH_NO_INVENTORY} is a bench switch for the SQLite store only`);
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
     return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage, foldBeforeReadMs });
@@ -98,7 +105,7 @@ export async function openStore(config: Config, logger: Logger, options: { creat
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     closeSync(openSync(path, 'a', 0o600));
   }
-  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage, foldBeforeReadMs, readBudgetMs: config.readBudgetMs });
+  const store = await openSqliteStore({ path, logger, maxGroupEvents: config.commitMaxEvents, usage, inventory, foldBeforeReadMs, readBudgetMs: config.readBudgetMs });
   // What an operator checks first after a surprise: that every commit is fsynced (synchronous 2 = FULL).
   logger.debug({ path, ...(await store.settings()).writer }, 'SQLite store open');
   return store;

@@ -9,6 +9,8 @@ export interface WriterData {
   maxGroupEvents: number;
   /** false only in the bench (default true): events are stored without usage receipts, and nothing is folded into the rollups. */
   usage?: boolean;
+  /** false only in the bench (default true): events are stored without the inventory's outbox rows. */
+  inventory?: boolean;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN). */
   catchUpSpan?: number;
   /** Most rows the usage sums the writer keeps may hold (default MAX_SUM_ROWS, usage-sums.ts). */

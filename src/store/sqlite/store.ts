@@ -39,6 +39,8 @@ export interface SqliteStoreOptions {
   readBudgetMs?: number;
   /** false only in the bench (ingest cost without usage); default true. */
   usage?: boolean;
+  /** false only in the bench (ingest cost of the usage rollups alone): events are stored without the inventory's feed. */
+  inventory?: boolean;
   /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
   foldBeforeReadMs?: number;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
@@ -252,7 +254,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }), ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, inventory: options.inventory ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }), ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {

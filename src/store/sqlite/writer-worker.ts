@@ -146,7 +146,7 @@ class Writer {
       // tenant → last tseq handed out, read once per transaction and written back before COMMIT.
       const tseqs = new Map<number, number>();
       const receipts = usage ? new Receipts() : undefined;
-      const feed = usage ? new InventoryFeed() : undefined;
+      const feed = usage && this.data.inventory !== false ? new InventoryFeed() : undefined;
       const sums = usage ? this.#sums : undefined;
       sums?.begin(first, events);
       for (let u = 0; u < units.length; u++) seq = this.#insert(s, units[u]!, seqs[u]!, seq, tseqs, added, addedKeys, receipts, sums, feed);
