@@ -132,8 +132,14 @@ SELECT count(*)::integer AS n FROM batch`;
  */
 export const PENDING_CTE = 'pending AS MATERIALIZED (SELECT first_seq, last_seq FROM usage_outbox WHERE tenant = $1)';
 
-/** Over an events row of tenant $1, beside PENDING_CTE: the rollups count it. */
-export const FOLDED_SQL = 'NOT EXISTS (SELECT 1 FROM pending p WHERE seq BETWEEN p.first_seq AND p.last_seq)';
+/**
+ * Over an events row of tenant $1, beside PENDING_CTE: the rollups count it. A seq before every
+ * pending row's first is folded without looking at the rows (an initplan, once per statement): the
+ * anti join alone compared every event read with every pending row, and 1,000 rows pending made a
+ * month by bucket 40–60 times slower (2.2 s against 51 ms at 54k events). The rows are looked at for the few events from the first on.
+ */
+export const FOLDED_SQL = `(seq < (SELECT coalesce(min(first_seq), 9223372036854775807) FROM pending)
+  OR NOT EXISTS (SELECT 1 FROM pending p WHERE seq BETWEEN p.first_seq AND p.last_seq))`;
 
 /** The measures per UTC day of a tenant's events stored but not folded yet ($1 tenant, days [$2, $3)). */
 export const UNFOLDED_SQL = `SELECT e.ts / 86400, ${storedMeasureSql(EVENT_COLUMNS).map((m) => `(${m})::text`).join(', ')}
