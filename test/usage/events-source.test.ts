@@ -184,6 +184,10 @@ describe('usage from the events while many commits wait to be folded (postgres)'
     for (let b = 0; b < FOLDED; b += 5000) {
       await store.commit({ events: Array.from({ length: 5000 }, (_, k) => event(b + k, T0 + Math.floor(((b + k) / FOLDED) * 29 * 86400))), quarantine: [] });
     }
+    // As many again two months later: a read of the month's spans must not read them.
+    for (let b = 0; b < FOLDED; b += 5000) {
+      await store.commit({ events: Array.from({ length: 5000 }, (_, k) => event(b + k, T0 + 60 * 86400 + Math.floor(((b + k) / FOLDED) * 29 * 86400))), quarantine: [] });
+    }
     await store.usage.catchUp();
     const PENDING = 1000;
     // Single-event commits, four at a time: an outbox row each, in the range's last day.
@@ -193,6 +197,21 @@ describe('usage from the events while many commits wait to be folded (postgres)'
     assert.equal((await store.usage.lag()).pendingEvents, PENDING, 'stored, not folded');
     const pool = new pg.Pool({ connectionString: (opened.data as { url: string }).url, max: 2 });
     try {
+      // The events rows the read's statement scanned (EXPLAIN ANALYZE of it, every scan of an events
+      // partition; its rows are per loop, rounded, so within a tenth): the month's, not the tenant's 41,000.
+      const query0 = pool.query.bind(pool) as (config: pg.QueryConfig | string, values?: unknown[]) => Promise<pg.QueryResult>;
+      let read: pg.QueryConfig | undefined;
+      (pool as unknown as { query: typeof query0 }).query = (config, values) => {
+        if (typeof config === 'object' && config.text.includes('FROM events')) read = config;
+        return query0(config, values);
+      };
+      const eventsScanned = async (): Promise<number> => {
+        const { rows } = await query0({ text: `EXPLAIN (ANALYZE, FORMAT JSON, TIMING OFF) ${read!.text}`, values: read!.values ?? [] });
+        const scanned = (node: Record<string, unknown>): number =>
+          (String(node['Relation Name'] ?? '').startsWith('events') ? (((node['Actual Rows'] as number) + ((node['Rows Removed by Filter'] as number | undefined) ?? 0)) * (node['Actual Loops'] as number)) : 0) +
+          ((node.Plans as Record<string, unknown>[] | undefined) ?? []).reduce((n, child) => n + scanned(child), 0);
+        return scanned((rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
+      };
       const reads = new PostgresUsageReads(pool, (run) => run());
       const query = q('day', 'UTC', 0, 30 * 24, ['bucket']);
       const terms = planUsage(['bucket'], windowBounds(query.from / 3600, query.to / 3600, 'day', 'UTC'));
@@ -209,8 +228,14 @@ describe('usage from the events while many commits wait to be folded (postgres)'
         return runs.map((r) => r.ms).sort((a, b) => a - b)[1]!;
       };
       const pending = await median(FOLDED);
+      const inSpans = async (what: string) => {
+        const scanned = await eventsScanned();
+        assert.ok(scanned >= FOLDED + PENDING && scanned <= 1.1 * (FOLDED + PENDING), `${what}: ${scanned} events rows scanned, ${FOLDED + PENDING} in its spans`);
+      };
+      await inSpans('with rows pending');
       await store.usage.catchUp();
       const none = await median(FOLDED + PENDING);
+      await inSpans('with none pending');
       assert.ok(pending < 8 * none + 50, `with ${PENDING} outbox rows pending ${pending.toFixed(0)} ms, with none ${none.toFixed(0)} ms`);
     } finally {
       await pool.end();

@@ -26,7 +26,9 @@ const SUMS = STORED_MEASURE_COLUMNS.map((c) => `sum(u.${c})::text`).join(', ');
  * grouped or filtered under its rollup column's name, the measures as the rollups hold them (`parts`:
  * the stored columns, else the bytes whole in the low columns, high parts 0), so that a term over
  * them is summed as one over a rollup. The range is on ts itself: the (tenant_id, ts) index, and the
- * partitions pruned.
+ * partitions pruned. OFFSET 0 keeps it a subquery run per span: pulled up into the join (as it was
+ * with FOLDED_SQL's initplan) it read every event of the tenant in every partition, 400 ms for a
+ * month of 55k events among 200k against 35 ms.
  */
 function eventsAsRollupRows(groupBy: readonly Dimension[], filters: readonly [Dimension, number[]][], parts: boolean): string {
   const dims = [...new Set([...groupBy, ...filters.map(([d]) => d)])].map((d) => `${eventDimensionSql(EVENT_COLUMNS, d)} AS ${DIMENSION_COLUMN[d]}`);
@@ -35,7 +37,7 @@ function eventsAsRollupRows(groupBy: readonly Dimension[], filters: readonly [Di
   const high = parts ? [] : WIDE_MEASURE_COLUMNS.map((c) => `0::bigint AS ${highColumn(c)}`);
   const where = filters.map(([d, ids]) => ` AND ${eventDimensionSql(EVENT_COLUMNS, d)} IN (${ids.join(', ')})`).join('');
   return `SELECT ${[...dims, ...measures.map((x, m) => `(${x})::bigint AS ${columns[m]}`), ...high].join(', ')} FROM events
-    WHERE tenant_id = $1 AND ts >= w.s::bigint * 3600 AND ts < w.e::bigint * 3600 AND ${FOLDED_SQL}${where}`;
+    WHERE tenant_id = $1 AND ts >= w.s::bigint * 3600 AND ts < w.e::bigint * 3600 AND ${FOLDED_SQL}${where} OFFSET 0`;
 }
 
 export class PostgresUsageReads {
