@@ -221,11 +221,12 @@ class Writer {
     /** Stored (`id`: its seq or tseq) or a duplicate (0): its outcome counted. */
     const stored = (i: number, id: number, args: unknown[], at: number) => {
       seqs[i] = id;
+      event.at(unit, i);
       if (id !== 0) {
         sums?.add(args, at);
-        feed?.add(args[at + 2] as number, args[at + 3] as number, args[at] as number, args[at + 5] as number);
+        // Its seq from its insert: `id` is its tseq when it has no client eventId.
+        feed?.add(event.tenantId, event.timestamp, args[at] as number, event.actionCode);
       }
-      event.at(unit, i);
       receipts?.add(event.tenantId, event.receivedAt, id === 0 ? DUPLICATE : STORED);
     };
     const one = (i: number) => {
