@@ -364,6 +364,8 @@ function checkTargets(p: Record<string, PhaseSummary>): TargetCheck[] {
     ['SQLite store.commit()', 'store-sqlite', 'store-sqlite-nousage', 'rawRowsPerSec'],
     ['SQLite single', 'single', 'single-nousage', 'reqPerSec'],
     ['SQLite batch 1,000', 'batch1000', 'batch1000-nousage', 'eventsPerSec'],
+    ['PostgreSQL single, usage alone (inventory off),', 'pg-single-noinventory', 'pg-single-nousage', 'reqPerSec'],
+    ['PostgreSQL batch 1,000, usage alone (inventory off),', 'pg-batch1000-noinventory', 'pg-batch1000-nousage', 'eventsPerSec'],
     ['PostgreSQL store.commit()', 'store-postgres', 'store-postgres-nousage', 'rawRowsPerSec'],
     ['PostgreSQL single', 'pg-single', 'pg-single-nousage', 'reqPerSec'],
     ['PostgreSQL batch 1,000', 'pg-batch1000', 'pg-batch1000-nousage', 'eventsPerSec'],

@@ -68,8 +68,8 @@ export function sqlitePath(config: Config): string {
  */
 const BENCH_NO_USAGE = 'BUCKETMETER_BENCH_NO_USAGE';
 /**
- * Set to 1 by the bench only (SQLite), to measure ingest with the usage rollups alone: events are
- * stored without the inventory's feed, so stored bytes and /v1/objects stay empty.
+ * Set to 1 by the bench only, to measure ingest with the usage rollups alone: events are stored
+ * without the inventory's feed, so stored bytes and /v1/objects stay empty.
  */
 const BENCH_NO_INVENTORY = 'BUCKETMETER_BENCH_NO_INVENTORY';
 /** How long before the server's idle timeout a cost request still being priced is answered 503. */
@@ -89,10 +89,9 @@ export async function openStore(config: Config, logger: Logger, options: { creat
   const inventory = process.env[BENCH_NO_INVENTORY] !== '1';
   const foldBeforeReadMs = options.serve === true ? Math.min(FOLD_BEFORE_READ_MS, config.requestTimeoutMs) : Number.POSITIVE_INFINITY;
   if (config.databaseUrl !== undefined) {
-    if (!inventory) throw new SetupError(`${BENCH_NO_INVENTORY} is a bench switch for the SQLite store only`);
     const { openPostgresStore } = await import('./store/postgres/index.js');
     logger.debug({ url: redactUrl(config.databaseUrl) }, 'opening PostgreSQL store');
-    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage, foldBeforeReadMs });
+    return openPostgresStore({ url: config.databaseUrl, poolMax: config.pgPoolMax, logger, usage, inventory, foldBeforeReadMs });
   }
   const { openSqliteStore } = await import('./store/sqlite/index.js');
   const path = sqlitePath(config);

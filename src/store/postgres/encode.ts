@@ -75,7 +75,7 @@ const INPUT_COLUMNS: readonly (readonly [string, string])[] = [['row', 'integer'
 /** With usage, the unit's receipts (receiptArrays) follow the input columns. */
 const RECEIPT_PARAM = 11 + INPUT_COLUMNS.length;
 
-function statementSql(usage: boolean): string {
+function statementSql(usage: boolean, inventory: boolean): string {
   const input = `unnest(${INPUT_COLUMNS.map(([, type], i) => `$${11 + i}::${type}[]`).join(', ')}) AS i(${INPUT_COLUMNS.map(([name]) => name).join(', ')})`;
   const stored = EVENT_COLUMNS.map(([name]) => name).join(', ');
   return `WITH input AS MATERIALIZED (SELECT * FROM ${input}),
@@ -105,12 +105,14 @@ kept AS MATERIALIZED (
 ),
 -- In seq order: the (tenant_id, seq) index then only ever grows at its right edge, and its pages stay full.
 stored AS (INSERT INTO events (seq, ${stored}) SELECT seq, ${stored} FROM kept ORDER BY tenant_id, seq),
-${QUARANTINE_CTES}${usage ? `,\n${receiptsCte('kept', RECEIPT_PARAM)},\n${usageOutboxCte('kept', SEQ_BLOCK)},\n${inventoryOutboxCte('kept')}` : ''}
+${QUARANTINE_CTES}${usage ? `,\n${receiptsCte('kept', RECEIPT_PARAM)},\n${usageOutboxCte('kept', SEQ_BLOCK)}` : ''}${inventory ? `,\n${inventoryOutboxCte('kept')}` : ''}
 SELECT row, seq FROM kept`;
 }
 
-export const STATEMENT_SQL = statementSql(false);
-export const STATEMENT_USAGE_SQL = statementSql(true);
+export const STATEMENT_SQL = statementSql(false, false);
+export const STATEMENT_USAGE_SQL = statementSql(true, true);
+/** Usage without the inventory's feed: the bench's measure of the usage rollups alone. */
+export const STATEMENT_USAGE_ONLY_SQL = statementSql(true, false);
 
 /**
  * The unit's arrivals per tenant and UTC day: (tenant, day, received, rejected) arrays, as

@@ -24,6 +24,8 @@ export interface PostgresStoreOptions {
   copyMinEvents?: number;
   /** false only in the bench (ingest cost without usage); default true. */
   usage?: boolean;
+  /** false only in the bench (ingest cost of the usage rollups alone): events are stored without the inventory's feed; default true. */
+  inventory?: boolean;
   /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
   foldBeforeReadMs?: number;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
@@ -76,7 +78,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     clearInterval(timer);
     closing ??= Promise.all([jobs.close(), pool.end()]).then(() => undefined);
     return closing;
-  }, options.usage ?? true, options.foldBeforeReadMs, catchUpSpan);
+  }, options.usage ?? true, options.inventory ?? true, options.foldBeforeReadMs, catchUpSpan);
 }
 
 /**

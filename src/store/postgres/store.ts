@@ -37,7 +37,7 @@ import {
   type ThreadReadsSource,
   type UsageStore,
 } from '../types.js';
-import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
+import { COPY_SQL, fromPgText, receiptArrays, RESERVE_SQL, SEQ_BLOCK, STATEMENT_SQL, STATEMENT_USAGE_ONLY_SQL, STATEMENT_USAGE_SQL, toPgText, UnitEncoder } from './encode.js';
 import { USAGE_AFTER_COPY_CTES } from './usage-sql.js';
 import { PostgresUsageReads } from './usage.js';
 import { PostgresUsageFold } from './usage-fold.js';
@@ -168,6 +168,9 @@ function safeSeq(seq: string): number {
 /** After COPY, in its transaction: receipts, the usage outbox rows and the inventory outbox row, in one round trip. */
 const AFTER_COPY_SQL = `WITH ${USAGE_AFTER_COPY_CTES},
 ${inventoryOutboxAfterCopyCte(6, 9)}
+SELECT 1`;
+/** The same without the inventory's outbox row (the bench's usage alone): parameters $1-$8 only. */
+const AFTER_COPY_USAGE_ONLY_SQL = `WITH ${USAGE_AFTER_COPY_CTES}
 SELECT 1`;
 const INVENTORY = new Set<string>(INVENTORY_ACTIONS);
 
@@ -356,6 +359,8 @@ export class PostgresStore implements Store {
     private readonly onClose: () => Promise<void>,
     /** false only in the bench: events are stored without usage receipts and outbox rows (so nothing is folded). */
     private readonly withUsage = true,
+    /** false only in the bench (usage rollups alone): events are stored without the inventory's outbox rows. Off with usage too. */
+    private readonly withInventory = true,
     /** How long a usage read may fold a backlog before answering 503. */
     foldBeforeReadMs = FOLD_BEFORE_READ_MS,
     /** Seqs of pending events one inventory catch-up step applies. */
@@ -476,7 +481,11 @@ export class PostgresStore implements Store {
 
   /** One statement, its own transaction. */
   private async commitByStatement(params: unknown[], encoder: UnitEncoder, seqs: (number | undefined)[]): Promise<void> {
-    const statement = this.withUsage ? { name: 'bm_commit_usage', text: STATEMENT_USAGE_SQL } : { name: 'bm_commit', text: STATEMENT_SQL };
+    const statement = !this.withUsage
+      ? { name: 'bm_commit', text: STATEMENT_SQL }
+      : this.withInventory
+        ? { name: 'bm_commit_usage', text: STATEMENT_USAGE_SQL }
+        : { name: 'bm_commit_usage_only', text: STATEMENT_USAGE_ONLY_SQL };
     const { rows } = await this.pool.query<{ row: number; seq: string }>({ ...statement, values: params });
     for (const { row, seq } of rows) seqs[encoder.ords[row]!] = safeSeq(seq);
   }
@@ -498,7 +507,7 @@ export class PostgresStore implements Store {
         copied.push(seq);
         const key = `${tenant}/${Math.floor(receivedAt / 86400)}`;
         stored.set(key, (stored.get(key) ?? 0) + 1);
-        if (INVENTORY.has(event.action)) {
+        if (this.withInventory && INVENTORY.has(event.action)) {
           fromTs = fromTs === null ? event.timestamp : Math.min(fromTs, event.timestamp);
           firstSeq = firstSeq === null ? seq : Math.min(firstSeq, seq);
           lastSeq = lastSeq === null ? seq : Math.max(lastSeq, seq);
@@ -506,7 +515,9 @@ export class PostgresStore implements Store {
       });
       const [rTenants, rDays] = receipts as [number[], number[]];
       const storedPerRow = rTenants.map((t, i) => stored.get(`${t}/${rDays[i]}`) ?? 0);
-      await client.query({ name: 'bm_after_copy', text: AFTER_COPY_SQL, values: [...receipts, storedPerRow, tenant, ...seqRanges(copied), fromTs, firstSeq, lastSeq] });
+      const usageValues = [...receipts, storedPerRow, tenant, ...seqRanges(copied)];
+      if (this.withInventory) await client.query({ name: 'bm_after_copy', text: AFTER_COPY_SQL, values: [...usageValues, fromTs, firstSeq, lastSeq] });
+      else await client.query({ name: 'bm_after_copy_usage_only', text: AFTER_COPY_USAGE_ONLY_SQL, values: usageValues });
     });
   }
 
