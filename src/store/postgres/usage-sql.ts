@@ -108,6 +108,9 @@ export function usageOutboxCte(rows: string, block: number): string {
   SELECT tenant_id, min(seq), max(seq), ${NOW} FROM ${rows} GROUP BY tenant_id, (n - 1) / ${block})`;
 }
 
+/** The events columns EVENT_COLUMNS names: all a rollup reads of an events row. */
+const FOLDED_COLUMNS = ['tenant_id', 'ts', 'action', 'bytes', 'is_billable_egress', ...Object.values(EVENT_COLUMNS.dims)].join(', ');
+
 /**
  * One fold: the outbox rows with id <= $1, in id order, while the events of the rows before each stay
  * under $2; their events added to every shape (shard 0: only the holder of the fold lock writes
@@ -118,8 +121,13 @@ export const FOLD_SQL = `WITH batch AS MATERIALIZED (
     SELECT *, sum(last_seq - first_seq + 1) OVER (ORDER BY id) - (last_seq - first_seq + 1) AS before FROM usage_outbox WHERE id <= $1
   ) o WHERE before < $2
 ),
+-- Each row's events by the (tenant_id, seq) index, fenced (OFFSET 0): as a join the planner hashed the
+-- rows and read every event of the tenant, every fold (measured: 262 of a fold's 532 ms for 20,000
+-- events among 220,000, 8 ms fenced). Only the columns the rollups read: the rows are kept for every shape's scan.
 pending AS MATERIALIZED (
-  SELECT e.* FROM batch b JOIN events e ON e.tenant_id = b.tenant AND e.seq BETWEEN b.first_seq AND b.last_seq
+  SELECT e.* FROM batch b, LATERAL (
+    SELECT ${FOLDED_COLUMNS} FROM events e WHERE e.tenant_id = b.tenant AND e.seq BETWEEN b.first_seq AND b.last_seq OFFSET 0
+  ) e
 ),
 ${SHAPES.map((shape) => `usage_${shape.name} AS (${rollupSql(shape, 'pending')})`).join(',\n')},
 done AS (DELETE FROM usage_outbox WHERE id IN (SELECT id FROM batch))
