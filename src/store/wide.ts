@@ -20,6 +20,12 @@ export const highColumn = (column: string): string => `${column}_hi`;
 export const splitSql = (x: string): [string, string] => [`((${x}) & ${LOW_MASK})`, `((${x}) >> ${LOW_BITS})`];
 
 /**
+ * A non-negative PostgreSQL numeric's parts as SQL bigints, [low, high]: as splitSql's, for sums past
+ * 2^63 (bytes are never negative, so truncating division is the floor splitSql's shift is).
+ */
+export const splitNumericSql = (x: string): [string, string] => [`mod(${x}, ${LOW_MASK + 1})::bigint`, `div(${x}, ${LOW_MASK + 1})::bigint`];
+
+/**
  * A wide column's value as one SQL integer over row `alias`: exact while it fits 64 bits; past them a
  * float (SQLite) or "out of range" (PostgreSQL), which the readers take for SumOutOfRangeError and read
  * again in parts. Reads try this first: one sum per measure, not two (a read of every measure in parts

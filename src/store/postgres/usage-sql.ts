@@ -8,7 +8,7 @@
  * transaction only, so a row names exactly events that committed with it.
  */
 import { FIRST_SHAPES, MEASURE_COLUMNS, MIGRATION_SHAPES, SHAPES, STORED_MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS, keyColumns, keySql, measureSql, storedMeasureSql } from '../../usage/shapes.js';
-import { addSetSql, splitSql, wideColumnsMigrationSql } from '../wide.js';
+import { addSetSql, splitNumericSql, wideColumnsMigrationSql } from '../wide.js';
 import type { EventColumns, Shape } from '../../usage/shapes.js';
 
 const SHARDS = 16;
@@ -58,11 +58,11 @@ export function rollupSql(shape: Shape, source: string, where = 'true', narrow =
   GROUP BY ${positions} ORDER BY ${positions}
   ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${MEASURE_COLUMNS.map((c) => `${c} = ${shape.table}.${c} + excluded.${c}`).join(', ')}`;
   }
-  // Each event's bytes split, the low sums split again: canonical parts (wide.ts addSetSql).
-  const [requests, ...sums] = storedMeasureSql(EVENT_COLUMNS);
-  const wide = WIDE_MEASURE_COLUMNS.length;
-  const lows = sums.slice(0, wide).map((x) => `(${x})::bigint`);
-  const measures = [requests!, ...lows.map((x) => splitSql(x)[0]), ...sums.slice(wide).map((x, i) => `(${x})::bigint + ${splitSql(lows[i]!)[1]}`)];
+  // Each row's byte sums whole, then split into canonical parts (wide.ts addSetSql): PostgreSQL's sum()
+  // of bigints is numeric, exact however many events it adds, so no event's bytes need splitting. Half
+  // the aggregates: a fold of the reference mix took 12.2 µs of PostgreSQL CPU per event against 13.0.
+  const [requests, ...bytes] = measureSql(EVENT_COLUMNS);
+  const measures = [requests!, ...bytes.map((x) => splitNumericSql(x)[0]), ...bytes.map((x) => splitNumericSql(x)[1])];
   return `INSERT INTO ${shape.table} (${[...keys, ...STORED_MEASURE_COLUMNS].join(', ')})
   SELECT ${[...exprs, ...measures].join(', ')} FROM ${source} WHERE ${where}
   GROUP BY ${positions} ORDER BY ${positions}
