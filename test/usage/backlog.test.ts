@@ -13,6 +13,7 @@ import { after, describe, it } from 'node:test';
 import { BmError } from '../../src/errors.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
+import { FOLD_CHUNK_EVENTS } from '../../src/store/postgres/usage-fold.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
 import { parseUsageParams } from '../../src/usage/params.js';
@@ -23,8 +24,6 @@ import { getObject, newTenant } from '../store/contract.js';
 import { dropScratchDatabases, scratchDatabase, scratchDir } from '../support/scratch.js';
 
 const T0 = Date.UTC(2026, 2, 1) / 1000;
-/** Units of 1,000 events: several of the stores' fold chunks (SQLite 10,000 events, PostgreSQL about 20,000). */
-const UNITS = 60;
 
 after(dropScratchDatabases);
 
@@ -41,16 +40,19 @@ async function assertRefused(read: Promise<unknown>, message: RegExp): Promise<v
 }
 
 /** `scratch`: a new location for a store; `open`: a store there (again, after it was closed). */
-const BACKENDS: { name: string; skip: string | false; scratch(): Promise<string>; open(at: string): Promise<Store> }[] = [
+/** `units`: of 1,000 events, a backlog of more than one of the store's fold chunks (SQLite 10,000 events, PostgreSQL FOLD_CHUNK_EVENTS). */
+const BACKENDS: { name: string; skip: string | false; units: number; scratch(): Promise<string>; open(at: string): Promise<Store> }[] = [
   {
     name: 'sqlite',
     skip: false,
+    units: 60,
     scratch: async () => join(scratchDir('bm-backlog-').dir, 'bucketmeter.db'),
     open: (path) => openSqliteStore({ path, foldBeforeReadMs: 0 }),
   },
   {
     name: 'postgres',
     skip: process.env.TEST_DATABASE_URL ? false : 'TEST_DATABASE_URL is not set: PostgreSQL run of this suite SKIPPED',
+    units: (3 * FOLD_CHUNK_EVENTS) / 2000,
     scratch: async () => (await scratchDatabase()).url,
     open: (url) => openPostgresStore({ url, poolMax: 4, foldBeforeReadMs: 0 }),
   },
@@ -63,7 +65,7 @@ for (const backend of BACKENDS) {
       let store = await backend.open(at);
       try {
         const { tenantId } = await newTenant(store);
-        for (let u = 0; u < UNITS; u++) {
+        for (let u = 0; u < backend.units; u++) {
           const events: NormalizedEvent[] = Array.from({ length: 1000 }, (_, i) => getObject(T0 + ((u * 1000 + i) % 3600), { objectKey: `k${u}-${i}` }));
           await store.commit({ events: events.map((event) => ({ tenantId, receivedAt: T0 + 3600, event })), quarantine: [] });
         }
@@ -78,7 +80,7 @@ for (const backend of BACKENDS) {
 
         await store.usage.catchUp();
         const answered = JSON.parse(usageJson(request, await usage.query(tenantId, request)).toString()) as { rows: { requests: number }[] };
-        assert.deepEqual(answered.rows.map((r) => r.requests), [UNITS * 1000]);
+        assert.deepEqual(answered.rows.map((r) => r.requests), [backend.units * 1000]);
       } finally {
         await store.close();
       }
