@@ -190,7 +190,7 @@ describe('--help and --version', () => {
 });
 
 describe('files the server creates', () => {
-  it('data dir 0700, database and its WAL 0600', async () => {
+  it('data dir 0700, database, derived file and their WAL 0600', async () => {
     const parent = tempDir();
     const dataDir = join(parent, 'new', 'data');
     const server = await startServer({ dataDir });
@@ -200,6 +200,8 @@ describe('files the server creates', () => {
       assert.equal(mode(join(parent, 'new')), '700');
       assert.equal(mode(join(dataDir, 'bucketmeter.db')), '600');
       assert.equal(mode(join(dataDir, 'bucketmeter.db-wal')), '600');
+      assert.equal(mode(join(dataDir, 'bucketmeter.db.derived')), '600');
+      assert.equal(mode(join(dataDir, 'bucketmeter.db.derived-wal')), '600');
     } finally {
       await server.stop();
     }

@@ -27,6 +27,8 @@ import { createShapeSql as createPgShapeSql } from '../../src/store/postgres/usa
 import { highColumn } from '../../src/store/wide.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { tempDir } from '../support/server.js';
+import { DERIVED_TABLES, attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
+import { existsSync } from 'node:fs';
 
 const T = Date.parse('2026-03-01T10:00:00Z') / 1000;
 
@@ -183,6 +185,26 @@ for (const backend of BACKENDS) {
   });
 }
 
+/**
+ * A store as it was before migration 14, which moved the derived tables (and the usage cursor) to the
+ * derived file: moved back, so that steps before it can be undone by hand. The derived file is left
+ * as it is: a store of schema before 14 ignores it (the move starts over from an empty one).
+ */
+function moveDerivedBack(db: Database.Database, path: string): void {
+  db.prepare('ATTACH DATABASE ? AS derived').run(derivedPath(path));
+  db.transaction(() => {
+    for (const t of DERIVED_TABLES) {
+      const ddl = db.prepare("SELECT sql FROM derived.sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type = 'table' DESC").pluck().all(t) as string[];
+      for (const sql of ddl) db.exec(sql);
+      db.exec(`INSERT INTO main.${t} SELECT * FROM derived.${t}`);
+    }
+    db.exec(`INSERT INTO main.counters (name, value) SELECT name, value FROM derived.derived_counters WHERE name = 'usage_seq';
+      DELETE FROM main.secrets WHERE name = 'store_id';
+      DELETE FROM main.schema_migrations WHERE version >= 14;`);
+  })();
+  db.exec('DETACH DATABASE derived');
+}
+
 /** Opens a fresh store of the backend; `raw` runs SQL on its database with the store closed. */
 async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Promise<Store>; raw(sql: string): Promise<void>; count(sql: string): Promise<number> }> {
   if (backend === 'sqlite') {
@@ -191,12 +213,15 @@ async function freshStore(backend: 'sqlite' | 'postgres'): Promise<{ open(): Pro
       open: () => openSqliteStore({ path }),
       raw: async (sql) => {
         const db = new Database(path);
+        moveDerivedBack(db, path);
         db.exec(sql);
         db.close();
       },
       count: async (sql) => {
         const db = new Database(path, { readonly: true });
         try {
+          // From schema 14 the derived tables are in the derived file; before it, in the events file.
+          if (existsSync(derivedPath(path))) attachDerived(db, path);
           return Number(db.prepare(sql).pluck().get());
         } finally {
           db.close();

@@ -13,8 +13,7 @@ import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openConnection } from '../../src/store/sqlite/connection.js';
 import { SqliteStore, openSqliteStore } from '../../src/store/sqlite/index.js';
-import { migrate } from '../../src/store/sqlite/migrate.js';
-import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { derivedThread, prepareFiles } from '../../src/store/sqlite/store.js';
 import { ReaderPool } from '../../src/store/sqlite/reader-pool.js';
 import { WriterThread } from '../../src/store/sqlite/writer.js';
 import { StoreUnavailableError } from '../../src/store/types.js';
@@ -167,11 +166,11 @@ describe('sqlite store failures', () => {
        else await import(${JSON.stringify(realWorker)});`,
     );
     const db = openConnection(path, 1000);
-    migrate(db, MIGRATIONS, () => T0);
+    prepareFiles(db, path, () => T0);
     const warnings: string[] = [];
     const logger = { warn: (_: object, msg: string) => void warnings.push(msg) };
     const readers = new ReaderPool({ path, busyTimeoutMs: 1000 }, 1);
-    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000, maxGroupEvents: 10_000 }, logger, new URL(`file://${script}`)), readers, 2000);
+    const store = new SqliteStore(db, new WriterThread({ path, busyTimeoutMs: 1000, maxGroupEvents: 10_000 }, logger, new URL(`file://${script}`)), derivedThread({ path, busyTimeoutMs: 1000 }, logger), readers, 2000);
     try {
       const { tenantId } = await newTenant(store);
       writeFileSync(marker, '');

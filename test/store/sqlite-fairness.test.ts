@@ -15,6 +15,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { SqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { prepareFiles } from '../../src/store/sqlite/store.js';
 import { MAX_PROBES, ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { ReadBudget } from '../../src/store/sqlite/read-budget.js';
 import { EventReader, edgeSql, pageSql } from '../../src/store/sqlite/read-events.js';
@@ -43,7 +44,7 @@ describe('SQLite fairness and isolation (issue 11)', () => {
     // Under the old hash, key n probes past the n keys before it: n(n-1)/2 probes for n keys. The
     // writer now gives up on a key past MAX_PROBES (it would fail its unit) rather than probe on.
     const old = openConnection(join(dir, 'old-hash.db'), 1000);
-    migrate(old, MIGRATIONS, () => T0);
+    prepareFiles(old, old.name, () => T0);
     const oldIds = new ObjectKeyIds(oldObjectKeyHash);
     const statements = prepareObjectKeys(old);
     const first = keys.slice(0, MAX_PROBES);
@@ -75,7 +76,7 @@ describe('SQLite fairness and isolation (issue 11)', () => {
   it('two databases hash the same key differently (the secret is per database)', async () => {
     const hashes = await Promise.all(['one.db', 'two.db'].map(async (name) => {
       const db = openConnection(join(dir, name), 1000);
-      migrate(db, MIGRATIONS, () => T0);
+      prepareFiles(db, db.name, () => T0);
       const hash = objectKeyHash(db);
       db.close();
       return collidingKeys(20).map(hash);

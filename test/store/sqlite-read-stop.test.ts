@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { openReadOnly } from '../../src/store/sqlite/connection.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { SqliteStore } from '../../src/store/sqlite/index.js';
 import { ReaderPool, STOP_GRACE_MS } from '../../src/store/sqlite/reader-pool.js';
@@ -58,7 +58,7 @@ describe('SQLite usage statements stop between their pieces (issue 17)', () => {
   });
 
   it('the statement calls its check once per day it scans, and a check that throws ends it with that error', () => {
-    const db = new Database(path, { readonly: true });
+    const db = openReadOnly(path, 5000);
     try {
       let checks = 0;
       const counted = new UsageReader(db, () => void checks++);
@@ -77,7 +77,7 @@ describe('SQLite usage statements stop between their pieces (issue 17)', () => {
   });
 
   it("the tenant's event count (UsageReader.version: tenant_day from day 0) is a plain statement, and tenant_day queries stop between their days like every shape's", async () => {
-    const db = new Database(path, { readonly: true });
+    const db = openReadOnly(path, 5000);
     try {
       let checks = 0;
       const reader = new UsageReader(db, () => void checks++);

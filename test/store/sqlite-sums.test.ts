@@ -15,6 +15,7 @@ import fc from 'fast-check';
 import { KINDS, MAX_EVENT_BYTES } from '../../src/events/catalogue.js';
 import type { ActionName, NormalizedEvent } from '../../src/events/catalogue.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
 import type { Store } from '../../src/store/types.js';
 import { SHAPES, WIDE_MEASURE_COLUMNS, keyColumns } from '../../src/usage/shapes.js';
 import { fullEvent, newTenant } from './contract.js';
@@ -94,7 +95,7 @@ type Rows = Map<string, bigint[]>;
 
 /** Every rollup row of every shape: key → stored columns, by shape. */
 function rollups(path: string): Map<string, Rows> {
-  const db = new Database(path, { readonly: true });
+  const db = new Database(derivedPath(path), { readonly: true });
   try {
     return new Map(
       SHAPES.map((shape) => {
@@ -137,6 +138,8 @@ describe('sqlite usage fold from the sums the writer kept', () => {
         try {
           const tenants = [(await newTenant(store)).tenantId, (await newTenant(store)).tenantId];
           const side = new Database(path);
+          // The rollups are in the derived file.
+          attachDerived(side, path);
           side.exec(`CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.timestamp = ${POISON} BEGIN SELECT RAISE(ABORT, 'poisoned'); END`);
           // Per shape, the keys of the rows each bump found (they stay: only a rebuild deletes rows).
           const bumped = new Map<string, Map<string, bigint>>(SHAPES.map((shape) => [shape.name, new Map()]));

@@ -11,6 +11,7 @@ import { openConnection } from '../../src/store/sqlite/connection.js';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { prepareFiles } from '../../src/store/sqlite/store.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from '../../src/store/sqlite/object-keys.js';
 import { ReadBudget } from '../../src/store/sqlite/read-budget.js';
 import { EventReader } from '../../src/store/sqlite/read-events.js';
@@ -243,7 +244,7 @@ describe('sqlite store', () => {
     const temp = await tempDir();
     try {
       const db = openConnection(join(temp.dir, 'collide.db'), 1000);
-      migrate(db, MIGRATIONS, () => T0);
+      prepareFiles(db, db.name, () => T0);
       const s = prepareObjectKeys(db);
       const top = 0x7fffffff;
       const writer = new ObjectKeyIds(() => top);

@@ -9,6 +9,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
 import { MEASURE_COLUMNS, MEASURES, SHAPES } from '../../src/usage/shapes.js';
 import { withPg } from './scratch.js';
+import { attachDerived } from '../../src/store/sqlite/derived.js';
 
 export type SameData = { backend: 'sqlite'; path: string } | { backend: 'postgres'; url: string };
 
@@ -34,6 +35,8 @@ export async function damageRollups(data: SameData, tenantId: number, extra: num
   const db = new Database(data.path);
   try {
     db.pragma('busy_timeout = 5000');
+    // The rollups are in the derived file.
+    attachDerived(db, data.path);
     db.transaction(() => {
       for (const sql of statements) db.prepare(sql).run();
     })();

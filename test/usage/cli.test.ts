@@ -12,6 +12,7 @@ import { BACKENDS, dropFreshStores, withPg } from '../support/backends.js';
 import { createKey, request, runCli, startServer } from '../support/server.js';
 import type { ServerProcess } from '../support/server.js';
 import { SHAPES } from '../../src/usage/shapes.js';
+import { attachDerived } from '../../src/store/sqlite/derived.js';
 
 const event = (i: number, extra: Record<string, unknown> = {}) => ({
   action: i % 3 === 0 ? 'PutObject' : 'GetObject',
@@ -43,8 +44,11 @@ for (const backend of BACKENDS) {
     /** Runs SQL on the store behind the server, as an operator (or a bug) would. */
     async function damage(sql: string): Promise<void> {
       if (backend.name === 'sqlite') {
-        const db = new Database(join(storeArgs[1]!, 'bucketmeter.db'));
+        const path = join(storeArgs[1]!, 'bucketmeter.db');
+        const db = new Database(path);
         db.pragma('busy_timeout = 5000');
+        // The rollups are in the derived file.
+        attachDerived(db, path);
         db.exec(sql);
         db.close();
       } else {

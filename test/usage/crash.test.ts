@@ -16,6 +16,7 @@ import { iso, queryString, send, shuffle } from '../support/workload.js';
 import { createKey, request, runCli, startServer } from '../support/server.js';
 import { countedEvents, MEASURE_NAMES, reference, windowLabel } from './reference.js';
 import type { Dim, RefQuery } from './reference.js';
+import { attachDerived } from '../../src/store/sqlite/derived.js';
 
 const FROM = Date.parse('2026-03-01T00:00:00Z') / 1000;
 const TO = FROM + 2 * 86400;
@@ -68,9 +69,11 @@ async function usage(url: string, key: string, q: RefQuery): Promise<Map<string,
 /** Events stored and not folded, read from the store itself. */
 async function unfolded(storeArgs: string[]): Promise<number> {
   if (storeArgs[0] === '--data-dir') {
-    const db = new Database(join(storeArgs[1]!, 'bucketmeter.db'), { readonly: true });
+    const path = join(storeArgs[1]!, 'bucketmeter.db');
+    const db = new Database(path, { readonly: true });
     try {
-      return db.prepare("SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM counters WHERE name = 'usage_seq')").pluck().get() as number;
+      attachDerived(db, path);
+      return db.prepare("SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM derived_counters WHERE name = 'usage_seq')").pluck().get() as number;
     } finally {
       db.close();
     }

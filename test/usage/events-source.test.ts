@@ -25,6 +25,7 @@ import type { OpenedStore } from '../support/backends.js';
 import { T0, newTenant } from '../store/contract.js';
 import { countedEvents, reference, windowLabel } from './reference.js';
 import type { RefEvent, RefQuery } from './reference.js';
+import { attachDerived } from '../../src/store/sqlite/derived.js';
 
 const H0 = T0 / 3600;
 const DAYS = 4;
@@ -106,6 +107,7 @@ type Read = (tenantId: number, query: UsageStoreQuery) => Promise<UsageColumns>;
 async function readerOf(opened: OpenedStore): Promise<{ read: Read; close(): Promise<void> }> {
   if (opened.data.backend === 'sqlite') {
     const db = new Database(opened.data.path, { readonly: true });
+    attachDerived(db, opened.data.path);
     const reader = new UsageReader(db);
     return { read: async (tenantId, query) => reader.query(tenantId, query), close: async () => {
         db.close();

@@ -1,6 +1,7 @@
 /** Opening a SQLite connection with the settings every bucketmeter connection needs. */
 import Database from 'better-sqlite3';
 import { StoreUnavailableError } from '../types.js';
+import { attachDerived } from './derived.js';
 
 export type Connection = Database.Database;
 
@@ -22,11 +23,17 @@ export function openConnection(path: string, busyTimeoutMs: number): Connection 
   }
 }
 
-/** A read-only connection of a thread that only reads (a reader thread, the cost thread). */
+/** A read-only connection of a thread that only reads (a reader thread, the cost thread): the events file, the derived file attached (read-only too). */
 export function openReadOnly(path: string, busyTimeoutMs: number): Connection {
   const db = new Database(path, { readonly: true, fileMustExist: true });
-  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-  return db;
+  try {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    attachDerived(db, path);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 }
 
 /** The durability settings in effect on a connection, as opened above. */

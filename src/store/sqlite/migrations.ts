@@ -7,11 +7,13 @@ import type { Migration } from '../types.js';
 import { DROP_SHAPES_MIGRATION_SQL } from '../../usage/shapes.js';
 import { wideShapesMigrationSql } from '../../inventory/shapes.js';
 import { USAGE_CURSOR_MIGRATION_SQL, WIDE_USAGE_MIGRATION_SQL, usageMigrationSql, usageShapesMigrationSql } from './usage-sql.js';
+import { derivedMigrationSql, derivedSchemaSql, DERIVED } from './derived.js';
 import { INVENTORY_ENDED_MIGRATION_SQL, INVENTORY_LOG_MIGRATION_SQL, INVENTORY_MIGRATION_SQL, INVENTORY_SHAPES_MIGRATION_SQL } from './inventory.js';
 
 export type { Migration };
 
-export const MIGRATIONS: readonly Migration[] = [
+/** The steps before the derived data moved to a file of its own (migration 14). */
+const BEFORE_DERIVED: readonly Migration[] = [
   {
     version: 1,
     name: 'initial schema',
@@ -204,5 +206,21 @@ CREATE TABLE rebuilds (
     // usage_fine and usage_customer held about a row per event of the reference mix: they cost the
     // fold most of its time and a read nothing over the events (README "Rollups: shapes and why").
     sql: DROP_SHAPES_MIGRATION_SQL,
+  },
+];
+
+/** The derived file's schema, for a file made afresh (derived.ts checkDerived) and by migration 14. */
+export const DERIVED_SCHEMA_SQL = derivedSchemaSql(BEFORE_DERIVED, DERIVED);
+
+/** The step that moves the derived data to the derived file (derived.ts). */
+export const DERIVED_MOVE_VERSION = 14;
+
+export const MIGRATIONS: readonly Migration[] = [
+  ...BEFORE_DERIVED,
+  {
+    version: DERIVED_MOVE_VERSION,
+    name: 'usage rollups and their cursor moved to the derived file',
+    // Folds then write a file of their own, on a thread of their own: commits never wait behind them.
+    sql: derivedMigrationSql(DERIVED_SCHEMA_SQL),
   },
 ];

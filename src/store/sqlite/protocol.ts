@@ -1,6 +1,7 @@
-/** Messages between the store (main thread) and its writer thread. */
+/** Messages between the store (main thread) and its writer and derived threads. */
 import type { ConnectionSettings } from './connection.js';
 import type { PackedUnit } from './layout.js';
+import type { SumsBatch } from './usage-sums.js';
 
 export interface WriterData {
   path: string;
@@ -17,6 +18,14 @@ export interface WriterData {
   usageSumRows?: number;
 }
 
+/** The derived thread's (derived-worker.ts): the events file's path (the derived file's is derived from it). */
+export interface DerivedData {
+  path: string;
+  busyTimeoutMs: number;
+  /** false only in the bench: nothing is folded. */
+  usage?: boolean;
+}
+
 /** An inventory catch-up step's answer when outbox rows are left for the next step. */
 export const INVENTORY_MORE = 'more';
 
@@ -26,12 +35,10 @@ export type WriterCommand =
   /** Commits a tiny write: the writer can write now. */
   | { type: 'check' }
   | { type: 'purgeQuarantine'; before: number }
-  /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
-  | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
   /** The durability settings in effect on the writer's connection. */
   | { type: 'settings' }
-  /** Folds the next chunk of events past the usage cursor, up to seq upTo (the last stored when null); answers upTo while more remain, else null. */
-  | { type: 'foldUsage'; upTo: number | null }
+  /** The writer's usage sums, handed over (null: none kept). */
+  | { type: 'takeSums' }
   /** Inventory work between commits: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
   /** `upTo`: the last outbox id a catch-up step applies (default all). */
   | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null; upTo?: number }
@@ -39,10 +46,25 @@ export type WriterCommand =
 
 export type WriterRequest = WriterCommand & { id: number };
 
+/** The derived thread's (derived-worker.ts). */
+export type DerivedCommand =
+  /**
+   * Folds the writer's sums given (kept until the cursor reaches them), or the next chunk of events
+   * past the usage cursor, up to seq upTo (the last stored when null); answers upTo while more
+   * remain, else null.
+   */
+  | { type: 'foldUsage'; upTo: number | null; sums: SumsBatch | null }
+  /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
+  | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
+  | { type: 'close' };
+
+export type DerivedRequest = DerivedCommand & { id: number };
+
 export type WriterResult =
   /** Per event of the unit: its seq, or 0 for a duplicate. */
   | Float64Array<ArrayBuffer>
   | number
+  | SumsBatch
   | ConnectionSettings
   /** The inventory's verify: its differences as JSON. */
   | string

@@ -1,5 +1,6 @@
 /**
- * The SQLite store: commits go to a writer thread with its own connection; event reads that filter
+ * The SQLite store: commits go to a writer thread with its own connection; the derived data (usage
+ * rollups) is written to a file of its own by the derived thread (derived.ts); event reads that filter
  * run on reader threads (reader-pool.ts), each within a time budget; small unfiltered pages, key and
  * quarantine reads and key writes use a connection on the main thread. All connections run in WAL mode; the writing ones with synchronous=FULL.
  */
@@ -13,7 +14,11 @@ import type { Connection, ConnectionSettings } from './connection.js';
 import { SqliteKeys } from './keys.js';
 import { packUnit } from './layout.js';
 import { migrate } from './migrate.js';
-import { MIGRATIONS } from './migrations.js';
+import { DERIVED_MOVE_VERSION, DERIVED_SCHEMA_SQL, MIGRATIONS } from './migrations.js';
+import { checkDerived, openDerived } from './derived.js';
+import type { DerivedCommand, DerivedData } from './protocol.js';
+import { batchBuffers } from './usage-sums.js';
+import type { SumsBatch } from './usage-sums.js';
 import { QuarantineReader } from './quarantine.js';
 import { ReadBudget, epochNow } from './read-budget.js';
 import { byDeadline } from '../deadline.js';
@@ -60,14 +65,16 @@ export class SqliteStore implements Store {
   readonly threadReads: ThreadReadsSource;
   readonly #db: Connection;
   readonly #writer: WriterThread;
+  readonly #derived: WriterThread<DerivedCommand>;
   readonly #readers: ReaderPool;
   readonly #events: EventReader;
   readonly #readBudgetMs: number;
   #closed = false;
 
-  constructor(db: Connection, writer: WriterThread, readers: ReaderPool, readBudgetMs: number, foldBeforeReadMs = FOLD_BEFORE_READ_MS) {
+  constructor(db: Connection, writer: WriterThread, derived: WriterThread<DerivedCommand>, readers: ReaderPool, readBudgetMs: number, foldBeforeReadMs = FOLD_BEFORE_READ_MS) {
     this.#db = db;
     this.#writer = writer;
+    this.#derived = derived;
     this.#readers = readers;
     this.#events = new EventReader(db);
     this.#readBudgetMs = readBudgetMs;
@@ -87,17 +94,19 @@ export class SqliteStore implements Store {
       // On the writer thread: a large purge must not stall the event loop.
       purgeBefore: async (before: number) => (await this.#writer.request({ type: 'purgeQuarantine', before })) as number,
     };
-    // Folds on the writer thread, a chunk per request, so commits waiting meanwhile go in between.
+    // Folds on the derived thread, a step per request: the writer's sums (taken from it, a message
+    // between commits), or a chunk of the events they do not cover. Commits never wait for a fold.
     // The first answer fixes the goal: the last seq stored when the catch-up began. A read gives up
     // at its deadline.
     const foldUsage = async (deadline = Infinity) => {
       let upTo: number | null = null;
       do {
         if (upTo !== null && epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${upTo} committed before this read are still being folded into the rollups`);
-        upTo = (await this.#writer.request({ type: 'foldUsage', upTo })) as number | null;
+        const sums = (await this.#writer.request({ type: 'takeSums' })) as SumsBatch | null;
+        upTo = (await this.#derived.request({ type: 'foldUsage', upTo, sums }, sums === null ? [] : batchBuffers(sums))) as number | null;
       } while (upTo !== null);
     };
-    const usageLag = db.prepare(`SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM counters WHERE name = 'usage_seq'),
+    const usageLag = db.prepare(`SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM derived_counters WHERE name = 'usage_seq'),
       coalesce(unixepoch() - (SELECT timestamp + received_after FROM events WHERE ${UNFOLDED} ORDER BY seq LIMIT 1), 0)`).raw(true);
     // On reader threads: an answer over months of rollups must not hold the event loop. Each read
     // folds what is pending first, so it sees every event committed before it.
@@ -120,9 +129,9 @@ export class SqliteStore implements Store {
           const [pendingEvents, oldestSeconds] = usageLag.get() as [number, number];
           return { pendingEvents, oldestSeconds: Math.max(0, oldestSeconds) };
         }),
-      // On the writer thread, between commits: no commit can interleave with the delete and refill.
+      // On the derived thread, between folds: no fold can interleave with the delete and refill.
       rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
-        await this.#writer.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
+        await this.#derived.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
       },
     };
     const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
@@ -209,6 +218,7 @@ export class SqliteStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     await this.#readers.close();
+    await this.#derived.close();
     await this.#writer.close();
     this.#db.close();
   }
@@ -236,6 +246,19 @@ const DEFAULT_MAX_GROUP_EVENTS = 10_000;
 const DEFAULT_READERS = 2;
 const DEFAULT_READ_BUDGET_MS = 2000;
 
+/**
+ * On the main connection of the events file, before any thread opens the files: the derived file
+ * attached, both migrated, and the derived file checked (made afresh unless it belongs to the events).
+ */
+export function prepareFiles(db: Connection, path: string, now: () => number): void {
+  openDerived(db, path, DERIVED_MOVE_VERSION);
+  migrate(db, MIGRATIONS, now);
+  checkDerived(db, DERIVED_SCHEMA_SQL);
+}
+
+export const derivedThread = (data: DerivedData, logger: WriterLogger | undefined): WriterThread<DerivedCommand> =>
+  new WriterThread<DerivedCommand>(data, logger, new URL('./derived-worker.js', import.meta.url));
+
 /** Opens (creating or migrating as needed) the database and starts its writer thread. */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   const catchUpSpan = options.catchUpSpan === undefined ? undefined : checkedSpan(options.catchUpSpan);
@@ -249,14 +272,15 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   try {
     // Checkpoints stay on the writer thread, where their fsyncs do not stall the event loop.
     db.pragma('wal_autocheckpoint = 0');
-    migrate(db, MIGRATIONS, () => Math.floor(Date.now() / 1000));
+    prepareFiles(db, options.path, () => Math.floor(Date.now() / 1000));
   } catch (err) {
     db.close();
     throw toStoreError('migration', err);
   }
   const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, inventory: options.inventory ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }), ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
+  const derived = derivedThread({ path: options.path, busyTimeoutMs, usage: options.usage ?? true }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
-  const store = new SqliteStore(db, writer, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
+  const store = new SqliteStore(db, writer, derived, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {
     // Opens the writer's connection now, so a store that cannot write fails here rather than later.
     await store.checkWritable();

@@ -1,8 +1,8 @@
 /**
  * SQLite's usage SQL: the rollup tables, and the statements that fold events into them. The single
- * writer hands out seqs in commit order, so the counter `usage_seq` (the last seq folded) is a feed
- * that misses nothing: the writer folds the seqs after it in bounded chunks, advancing it in the same
- * transaction; a rebuild folds a time range after deleting its rollup rows. Both sum the events into
+ * writer hands out seqs in commit order, so the counter `usage_seq` (the last seq folded, in the
+ * derived file) is a feed that misses nothing: the derived thread folds the seqs after it in bounded
+ * chunks, advancing it in the same transaction; a rebuild folds a time range after deleting its rollup rows. Both sum the events into
  * the stage (stageFromEvents) and add the stage to every shape (rollupFromStage), so they cannot
  * disagree; a fold of seqs the writer summed as it inserted them writes those sums instead
  * (usage-sums.ts), the same rows.
@@ -89,10 +89,10 @@ ON CONFLICT DO UPDATE SET ${addSetSql(MEASURE_COLUMNS, WIDE_MEASURE_COLUMNS)}`;
 }
 
 /** Events stored but not folded yet: their seq is past the usage cursor. */
-export const UNFOLDED = "seq > (SELECT value FROM counters WHERE name = 'usage_seq')";
+export const UNFOLDED = "seq > (SELECT value FROM derived_counters WHERE name = 'usage_seq')";
 
 /** Events the rollups count: their seq is at most the usage cursor. */
-export const FOLDED = "seq <= (SELECT value FROM counters WHERE name = 'usage_seq')";
+export const FOLDED = "seq <= (SELECT value FROM derived_counters WHERE name = 'usage_seq')";
 
 /** Migration 6: the usage cursor. The rollups of an existing database are up to date with every stored event. */
 export const USAGE_CURSOR_MIGRATION_SQL = "INSERT INTO counters (name, value) SELECT 'usage_seq', value FROM counters WHERE name = 'event_seq';";

@@ -15,9 +15,10 @@ import type { Shape } from '../../usage/shapes.js';
 import { addSetSql } from '../wide.js';
 
 /**
- * At most this many rows over every shape (or one transaction's, summed alone): the fold that writes
- * them holds commits (the writer is one thread) for about 1.3 µs a row, and they cost ~100 bytes
- * each. A commit that could take the sums past it folds them first (writer-worker.ts).
+ * At most this many rows over every shape (or one transaction's, summed alone): they cost ~100 bytes
+ * each, and the fold that writes them takes about 1.3 µs a row. A commit that could take the sums
+ * past it is not summed, nor are the ones after it until the sums are taken (its seqs are folded from
+ * the events).
  */
 export const MAX_SUM_ROWS = 65_536;
 
@@ -168,11 +169,6 @@ export class PendingSums {
     return this.#from !== -1 && this.rows + events * this.#shapes.length > this.maxRows;
   }
 
-  /** Whether the sums cover the seqs right after `cursor`. */
-  startsAt(cursor: number): boolean {
-    return this.#from !== -1 && this.#from === cursor;
-  }
-
   /**
    * A transaction of up to `events` events begins, its seqs after `first`: it sums them if they follow
    * the seqs covered (or none are) and stay within `maxRows`.
@@ -223,32 +219,39 @@ export class PendingSums {
   }
 
   /**
-   * Folds the seqs after `cursor`: every kept sum when they start at the cursor (however far past
-   * `goal`: their events are committed), each shape's rows by `upserts` (SHAPES order), else the
-   * events up to the first seq covered, at most `maxEvents` of them, by `fromEvents`. Returns the
-   * last seq folded.
+   * The sums kept, handed over (their arrays to be transferred to the derived thread, which folds
+   * them), or null if none are: the next transaction starts a new run.
    */
-  fold(cursor: number, goal: number, maxEvents: number, upserts: readonly ShapeUpserts[], fromEvents: (from: number, to: number) => void): number {
-    // Sums of seqs the cursor has passed are of no more use: a fold whose COMMIT reported a failure
-    // (so its sums were kept) may still have been durable.
-    if (this.#from !== -1 && this.#from < cursor) this.drop();
-    if (this.#from === -1 || this.#from > cursor) {
-      const to = Math.min(goal, cursor + maxEvents, this.#from === -1 ? Infinity : this.#from);
-      fromEvents(cursor, to);
-      return to;
-    }
-    for (let i = 0; i < this.#shapes.length; i++) write(this.#shapes[i]!.sums, upserts[i]!);
-    return this.#to;
-  }
-
-  /** The fold that went up to `to` committed: the sums it wrote are done with. */
-  folded(to: number): void {
-    if (this.#from !== -1 && this.#to <= to) this.drop();
+  take(): SumsBatch | null {
+    if (this.#from === -1) return null;
+    const batch: SumsBatch = {
+      from: this.#from,
+      to: this.#to,
+      shapes: this.#shapes.map(({ sums }) => ({ rows: sums.rows, keyCount: sums.keyCount, keys: sums.keys, sums: sums.sums })),
+    };
+    for (const shape of this.#shapes) shape.sums = new KeyedSums(shape.sums.keyCount);
+    this.drop();
+    return batch;
   }
 }
 
+/** Sums of the seqs (from, to], per shape (SHAPES order): `rows` rows of keys and measures (MEASURES order). */
+export interface SumsBatch {
+  from: number;
+  to: number;
+  shapes: { rows: number; keyCount: number; keys: Float64Array<ArrayBuffer>; sums: Float64Array<ArrayBuffer> }[];
+}
+
+/** The buffers of a batch's arrays, to transfer it rather than copy it. */
+export const batchBuffers = (batch: SumsBatch): ArrayBuffer[] => batch.shapes.flatMap((shape) => [shape.keys.buffer, shape.sums.buffer]);
+
+/** Adds a batch's rows to the rollups, each shape's by its `upserts` (SHAPES order). */
+export function writeBatch(batch: SumsBatch, upserts: readonly ShapeUpserts[]): void {
+  for (let i = 0; i < batch.shapes.length; i++) write(batch.shapes[i]!, upserts[i]!);
+}
+
 /** The shape's rows as upserts' arguments: key, then stored measures (each byte one split in canonical parts). */
-function write(sums: KeyedSums, upserts: ShapeUpserts): void {
+function write(sums: SumsBatch['shapes'][number], upserts: ShapeUpserts): void {
   const n = sums.keyCount;
   const width = n + STORED_MEASURE_COLUMNS.length;
   // A plain array, spread: spreading typed-array views goes through their iterators.

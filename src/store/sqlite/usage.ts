@@ -34,6 +34,7 @@ export class UsageReader {
   readonly #statements = new Map<string, Statement>();
   readonly #dictIds;
   readonly #dictValues;
+  readonly #cursor;
 
   /**
    * `check` runs between the spans of a query's scan (SQL calls it once per piece of a span, in the outer loop)
@@ -51,9 +52,26 @@ export class UsageReader {
     });
     this.#dictIds = db.prepare('SELECT id, value FROM dict WHERE value IN (SELECT value FROM json_each(?))');
     this.#dictValues = db.prepare('SELECT id, value FROM dict WHERE id IN (SELECT value FROM json_each(?))');
+    this.#cursor = db.prepare("SELECT value FROM derived_counters WHERE name = 'usage_seq'").pluck();
+  }
+
+  /**
+   * `read` in one read transaction whose derived-file snapshot is taken first: the events file's,
+   * taken after it, then holds every event the rollups count (a fold folds committed events only),
+   * so the events at or below the cursor are exactly the folded ones.
+   */
+  #derivedFirst<T>(read: () => T): T {
+    return this.db.transaction(() => {
+      this.#cursor.get();
+      return read();
+    })();
   }
 
   query(tenantId: number, q: UsageStoreQuery): UsageColumns {
+    return this.#derivedFirst(() => this.#queryFiltered(tenantId, q));
+  }
+
+  #queryFiltered(tenantId: number, q: UsageStoreQuery): UsageColumns {
     const filters: [Dimension, number[]][] = [];
     for (const [dimension, values] of Object.entries(q.filters) as [Dimension, string[]][]) {
       const ids = this.#filterIds(dimension, values);
@@ -153,9 +171,9 @@ GROUP BY i${keys}`;
     return { events, rebuilds };
   }
 
-  /** In one read transaction: receipts, events and rollups from the same snapshot. */
+  /** In one read transaction: receipts, events and rollups from the same snapshots (#derivedFirst). */
   reconcile(tenantId: number, fromDay: number, toDay: number): UsageDayCheck[] {
-    return this.db.transaction(() => this.#reconcile(tenantId, fromDay, toDay))();
+    return this.#derivedFirst(() => this.#reconcile(tenantId, fromDay, toDay));
   }
 
   #reconcile(tenantId: number, fromDay: number, toDay: number): UsageDayCheck[] {

@@ -12,20 +12,15 @@ import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
 import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
-import { SHAPES, shapeRange } from '../../usage/shapes.js';
-import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, UPSERT_RECEIPTS, rollupFromStage, stageFromEvents } from './usage-sql.js';
-import { PendingSums, prepareUpserts } from './usage-sums.js';
+import { SHAPES } from '../../usage/shapes.js';
+import { UPSERT_RECEIPTS } from './usage-sql.js';
+import { PendingSums, batchBuffers } from './usage-sums.js';
+import type { SumsBatch } from './usage-sums.js';
 import { InventoryWriter, OUTBOX_ROW } from './inventory.js';
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
 import { INVENTORY_MORE } from './protocol.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
-
-/**
- * Most events one usage fold takes: commits wait while it runs, so it is kept to about a large commit's
- * time; over a backlog, chunks this size still compress steady traffic (coarse shapes especially).
- */
-const FOLD_CHUNK_EVENTS = 10_000;
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
@@ -53,7 +48,6 @@ const insertEvents = (rows: number) =>
 const ONCE = ' ON CONFLICT (tenant, event_id) WHERE event_id IS NOT NULL DO NOTHING';
 
 function prepare(db: Connection) {
-  db.exec(CREATE_STAGE);
   return {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
@@ -79,20 +73,9 @@ function prepare(db: Connection) {
     // The first replay's time is kept.
     replayed: db.prepare('UPDATE quarantine SET replayed_at = ? WHERE id = ? AND replayed_at IS NULL'),
     purgeQuarantine: db.prepare('DELETE FROM quarantine WHERE received_at < ?'),
-    usageCursor: db.prepare("SELECT value FROM counters WHERE name = 'usage_seq'").pluck(),
-    setUsageCursor: db.prepare("UPDATE counters SET value = ? WHERE name = 'usage_seq'"),
-    // A fold takes the seqs after the cursor up to the chunk's end.
-    stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?', false)),
-    upserts: prepareUpserts(db, SHAPES),
-    rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
-    clearStage: db.prepare(CLEAR_STAGE),
     receipts: db.prepare(UPSERT_RECEIPTS),
     inventoryOutbox: db.prepare(OUTBOX_ROW),
     inventory: new InventoryWriter(db),
-    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
-    // Only what is folded: the events past the cursor are added by their fold.
-    stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`, true)),
-    rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
     countRebuild: db.prepare(countRebuildSql('?', '?')),
   };
 }
@@ -115,7 +98,7 @@ class Writer {
   /** The same for INSERT_ROWS events, one after the other. */
   readonly #rows = new Array<unknown>(EVENT_COLUMNS.length * INSERT_ROWS);
   readonly #event = new PackedEvent();
-  /** The stored events' usage, summed per shape as they are inserted for the fold that follows. */
+  /** The stored events' usage, summed per shape as they are inserted, for the derived thread's fold. */
   readonly #sums: PendingSums;
 
   constructor(private readonly data: WriterData) {
@@ -130,7 +113,6 @@ class Writer {
   commit(units: readonly PackedUnit[]): Float64Array<ArrayBuffer>[] {
     const usage = this.data.usage !== false;
     const events = units.reduce((n, unit) => n + unit.count, 0);
-    if (usage) this.#foldFullSums(events);
     const s = this.#open();
     const objectKeys = this.#objectKeys!;
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
@@ -154,7 +136,7 @@ class Writer {
       for (const [tenant, value] of tseqs) s.setTenantSeq.run(tenant, value);
       if (receipts !== undefined) {
         // Receipts change in the transaction of the events they count (one row per tenant and day);
-        // the rollups are folded after commit (foldUsage), from the seqs past the usage cursor.
+        // the rollups are folded after commit, on the derived thread, from the seqs past the usage cursor.
         receipts.write(s.receipts);
         // The inventory's feed: written with the events, applied by inventoryWork.
         feed?.write(s.inventoryOutbox);
@@ -169,20 +151,6 @@ class Writer {
       objectKeys.forget(addedKeys);
       this.#reset();
       throw err;
-    }
-  }
-
-  /**
-   * Folds the kept sums before a commit of `events` events could take them past their bound, when
-   * they start at the usage cursor (one fold writes them all). Else the commit is not summed: its
-   * seqs are folded from the events.
-   */
-  #foldFullSums(events: number): void {
-    if (!this.#sums.full(events)) return;
-    try {
-      if (this.#sums.startsAt(this.#open().usageCursor.get() as number)) this.foldUsage(null);
-    } catch {
-      // The commit goes on, unsummed: a failing fold is the background catch-up's to report.
     }
   }
 
@@ -294,62 +262,9 @@ class Writer {
     }
   }
 
-  /**
-   * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
-   * thread: no commit can run between the delete and the refill, so ingestion may go on meanwhile.
-   * The rebuild is counted in it: a process keeping answers sees the new rows and the new count together.
-   */
-  rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
-    const s = this.#open();
-    try {
-      // A day shape's whole days: a day row cannot be refilled in part. Each shape's range lies within
-      // the widest one, which is staged once.
-      const ranges = SHAPES.map((shape) => shapeRange(shape, fromHour, toHour));
-      s.begin.run();
-      s.stageRebuild.run({ tenant: tenantId, fromSecond: Math.min(...ranges.map((r) => r.fromSecond)), toSecond: Math.max(...ranges.map((r) => r.toSecond)) });
-      for (let i = 0; i < SHAPES.length; i++) {
-        const { from, to, fromSecond, toSecond } = ranges[i]!;
-        s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
-        s.rebuildInsert[i]!.run({ fromHour: fromSecond / 3600, toHour: toSecond / 3600 });
-      }
-      s.countRebuild.run(tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind);
-      s.clearStage.run();
-      s.commit.run();
-      return null;
-    } catch (err) {
-      this.#reset();
-      throw err;
-    }
-  }
-
-  /**
-   * Folds the next chunk of events past the usage cursor, up to seq `upTo` (the last seq stored when
-   * null), into every rollup shape, and moves the cursor in the same transaction: a crash leaves both
-   * or neither. Returns the seq it folds up to while some remain, null once the cursor has reached it.
-   */
-  foldUsage(upTo: number | null): number | null {
-    const s = this.#open();
-    // The bench's "usage off": nothing is folded, as nothing was counted.
-    if (this.data.usage === false) return null;
-    const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
-    const cursor = s.usageCursor.get() as number;
-    if (cursor >= goal) return null;
-    let to: number;
-    try {
-      s.begin.run();
-      to = this.#sums.fold(cursor, goal, FOLD_CHUNK_EVENTS, s.upserts, (from, upTo) => {
-        s.stageFold.run(from, upTo);
-        for (const rollup of s.rollups) rollup.run();
-        s.clearStage.run();
-      });
-      s.setUsageCursor.run(to);
-      s.commit.run();
-    } catch (err) {
-      this.#reset();
-      throw err;
-    }
-    this.#sums.folded(to);
-    return to < goal ? goal : null;
+  /** The usage sums kept since the last take (null: none), for the derived thread to fold. */
+  takeSums(): SumsBatch | null {
+    return this.#sums.take();
   }
 
   /**
@@ -523,14 +438,12 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.check();
     case 'purgeQuarantine':
       return writer.purgeQuarantine(request.before);
-    case 'rebuildUsage':
-      return writer.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
     case 'settings':
       return writer.settings();
     case 'inventory':
       return writer.inventoryWork(request.op, request.tenantId, request.upTo ?? Number.MAX_SAFE_INTEGER);
-    case 'foldUsage':
-      return writer.foldUsage(request.upTo);
+    case 'takeSums':
+      return writer.takeSums();
     case 'close':
       return writer.close();
   }
@@ -548,7 +461,14 @@ function answer(id: number, run: () => WriterResult): void {
     const message = err instanceof Error ? err.message : String(err);
     response = { id, ok: false, error: { message, code: sqliteCode(err) } };
   }
-  port.postMessage(response, response.ok && response.result instanceof Float64Array ? [response.result.buffer] : []);
+  port.postMessage(response, transferOf(response));
+}
+
+/** What an answer's arrays are: seqs, or the usage sums (moved, not copied). */
+function transferOf(response: WriterResponse): ArrayBuffer[] {
+  if (!response.ok || response.result === null || typeof response.result !== 'object') return [];
+  if (response.result instanceof Float64Array) return [response.result.buffer];
+  return 'shapes' in response.result ? batchBuffers(response.result) : [];
 }
 
 /** The group's units committed together; each request is answered with its own seqs, or the shared failure. */

@@ -1,7 +1,7 @@
-/** The main thread's side of the writer thread: sends requests, matches answers, survives its death. */
+/** The main thread's side of the writer thread (or the derived thread): sends requests, matches answers, survives its death. */
 import { Worker } from 'node:worker_threads';
 import { StoreUnavailableError } from '../types.js';
-import type { WriterCommand, WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
+import type { DerivedData, WriterCommand, WriterData, WriterResponse, WriterResult } from './protocol.js';
 
 interface Pending {
   resolve(result: WriterResult): void;
@@ -30,20 +30,21 @@ export class SqliteWriteError extends Error {
   }
 }
 
-export class WriterThread {
+/** `C`: the commands the thread takes (the writer's, or the derived thread's). */
+export class WriterThread<C extends { type: string } = WriterCommand> {
   #thread: Thread | undefined;
   #nextId = 1;
   #closed = false;
 
   constructor(
-    private readonly data: WriterData,
+    private readonly data: WriterData | DerivedData,
     private readonly logger: WriterLogger | undefined,
     /** Tests substitute a thread that dies on purpose. */
     private readonly workerUrl = new URL('./writer-worker.js', import.meta.url),
   ) {}
 
   /** Rejects with StoreUnavailableError when the writer fails, has died, or the store is closed. */
-  request(command: WriterCommand, transfer: ArrayBuffer[] = []): Promise<WriterResult> {
+  request(command: C, transfer: ArrayBuffer[] = []): Promise<WriterResult> {
     if (this.#closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     let thread: Thread;
     try {
@@ -70,13 +71,13 @@ export class WriterThread {
     await thread.worker.terminate();
   }
 
-  #send(thread: Thread, command: WriterCommand, transfer: ArrayBuffer[]): Promise<WriterResult> {
+  #send(thread: Thread, command: C | { type: 'close' }, transfer: ArrayBuffer[]): Promise<WriterResult> {
     const id = this.#nextId++;
     return new Promise<WriterResult>((resolve, reject) => {
       thread.pending.set(id, { resolve, reject });
       // Keeps the process alive only while an answer is awaited.
       if (thread.pending.size === 1) thread.worker.ref();
-      const request: WriterRequest = { ...command, id };
+      const request = { ...command, id };
       thread.worker.postMessage(request, transfer);
     });
   }

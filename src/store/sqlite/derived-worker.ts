@@ -1,0 +1,186 @@
+/**
+ * The derived thread: owns the connection that writes the derived file (derived.ts), the usage
+ * rollups and their cursor. It opens the derived file as main and attaches the events file, which it
+ * only reads: its transactions are plain BEGIN (BEGIN IMMEDIATE would take the events file's write
+ * lock too), so a fold never holds the events writer. Requests are handled in the order they were sent.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openConnection, sqliteCode } from './connection.js';
+import type { Connection } from './connection.js';
+import type { DerivedData, DerivedRequest, WriterResponse, WriterResult } from './protocol.js';
+import { SHAPES, shapeRange } from '../../usage/shapes.js';
+import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, rollupFromStage, stageFromEvents } from './usage-sql.js';
+import { prepareUpserts, writeBatch } from './usage-sums.js';
+import type { SumsBatch } from './usage-sums.js';
+import { EVENTS_DB, derivedPath } from './derived.js';
+import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
+import type { RebuildKind } from '../rebuilds.js';
+
+/**
+ * Most events one fold from the events takes: a chunk is one transaction of the derived file (commits
+ * do not wait for it), its stage bounded; over a backlog, chunks this size still compress steady
+ * traffic (coarse shapes especially).
+ */
+const FOLD_CHUNK_EVENTS = 10_000;
+
+function prepare(db: Connection) {
+  db.exec(CREATE_STAGE);
+  return {
+    // Deferred: the derived file's write lock is taken at the first write, the events file's never.
+    begin: db.prepare('BEGIN'),
+    commit: db.prepare('COMMIT'),
+    lastSeq: db.prepare(`SELECT value FROM ${EVENTS_DB}.counters WHERE name = 'event_seq'`).pluck(),
+    usageCursor: db.prepare("SELECT value FROM main.derived_counters WHERE name = 'usage_seq'").pluck(),
+    setUsageCursor: db.prepare("UPDATE main.derived_counters SET value = ? WHERE name = 'usage_seq'"),
+    // A fold takes the seqs after the cursor up to the chunk's end.
+    stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?', false)),
+    upserts: prepareUpserts(db, SHAPES),
+    rollups: SHAPES.map((shape) => db.prepare(rollupFromStage(shape))),
+    clearStage: db.prepare(CLEAR_STAGE),
+    rebuildDelete: SHAPES.map((shape) => db.prepare(`DELETE FROM ${shape.table} WHERE (@tenant IS NULL OR tenant = @tenant) AND ${shape.grain} >= @from AND ${shape.grain} < @to`)),
+    // Only what is folded: the events past the cursor are added by their fold.
+    stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`, true)),
+    rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
+    countRebuild: db.prepare(countRebuildSql('?', '?')),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+class Derived {
+  #db: Connection | undefined;
+  #statements: Statements | undefined;
+  /** The writer's sums received and not folded yet, by their first seq: each is folded once the cursor reaches it. */
+  #batches: SumsBatch[] = [];
+
+  constructor(private readonly data: DerivedData) {}
+
+  /**
+   * Folds past the usage cursor, up to seq `upTo` (the last seq stored when null): the sums received
+   * that start at the cursor (all of them that follow on, however far past the goal: their events
+   * are committed), else the events up to the next sums received, at most FOLD_CHUNK_EVENTS of them.
+   * The rollups and the cursor move in one transaction: a crash leaves both or neither. Returns the
+   * goal while some seqs before it remain, null once the cursor has reached it.
+   */
+  foldUsage(upTo: number | null, sums: SumsBatch | null): number | null {
+    // The bench's "usage off": nothing is folded, as nothing was counted.
+    if (this.data.usage === false) return null;
+    if (sums !== null) this.#batches.push(sums);
+    const s = this.#open();
+    const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
+    const cursor = s.usageCursor.get() as number;
+    // Sums of seqs the cursor has passed are of no more use (it may have passed part of them only: a
+    // fold from the events taken up to the last seq stored while the writer went on summing).
+    this.#batches = this.#batches.filter((b) => b.from >= cursor).sort((a, b) => a.from - b.from);
+    const first = this.#batches[0];
+    if (cursor >= goal && first?.from !== cursor) return null;
+    let to = cursor;
+    try {
+      s.begin.run();
+      for (const batch of this.#batches) {
+        if (batch.from !== to) break;
+        writeBatch(batch, s.upserts);
+        to = batch.to;
+      }
+      if (to === cursor) {
+        to = Math.min(goal, cursor + FOLD_CHUNK_EVENTS, first?.from ?? Infinity);
+        s.stageFold.run(cursor, to);
+        for (const rollup of s.rollups) rollup.run();
+        s.clearStage.run();
+      }
+      s.setUsageCursor.run(to);
+      s.commit.run();
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+    this.#batches = this.#batches.filter((b) => b.from >= to);
+    return to < goal ? goal : null;
+  }
+
+  /**
+   * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
+   * thread: no fold can run between the delete and the refill, so ingestion may go on meanwhile.
+   * The rebuild is counted after it (the count is in the events file): a process keeping answers
+   * may see the new rows under the old count for a moment, never the old rows under the new one.
+   */
+  rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
+    const s = this.#open();
+    try {
+      // A day shape's whole days: a day row cannot be refilled in part. Each shape's range lies within
+      // the widest one, which is staged once.
+      const ranges = SHAPES.map((shape) => shapeRange(shape, fromHour, toHour));
+      s.begin.run();
+      s.stageRebuild.run({ tenant: tenantId, fromSecond: Math.min(...ranges.map((r) => r.fromSecond)), toSecond: Math.max(...ranges.map((r) => r.toSecond)) });
+      for (let i = 0; i < SHAPES.length; i++) {
+        const { from, to, fromSecond, toSecond } = ranges[i]!;
+        s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
+        s.rebuildInsert[i]!.run({ fromHour: fromSecond / 3600, toHour: toSecond / 3600 });
+      }
+      s.clearStage.run();
+      s.commit.run();
+      s.countRebuild.run(tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind);
+      return null;
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+  }
+
+  close(): null {
+    this.#reset();
+    return null;
+  }
+
+  #open(): Statements {
+    if (this.#statements !== undefined) return this.#statements;
+    const db = openConnection(derivedPath(this.data.path), this.data.busyTimeoutMs);
+    try {
+      db.prepare(`ATTACH DATABASE ? AS ${EVENTS_DB}`).run(this.data.path);
+      db.pragma('cache_size = -8192');
+      this.#statements = prepare(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#db = db;
+    return this.#statements;
+  }
+
+  /** After a failure the connection is closed (rolling back whatever is open) and reopened by the next request. */
+  #reset(): void {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#statements = undefined;
+    try {
+      db?.close();
+    } catch {
+      // Closing is best effort here: the handle is dropped either way.
+    }
+  }
+}
+
+function handle(derived: Derived, request: DerivedRequest): WriterResult {
+  switch (request.type) {
+    case 'foldUsage':
+      return derived.foldUsage(request.upTo, request.sums);
+    case 'rebuildUsage':
+      return derived.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
+    case 'close':
+      return derived.close();
+  }
+}
+
+const port = parentPort!;
+const derived = new Derived(workerData as DerivedData);
+
+port.on('message', (request: DerivedRequest) => {
+  let response: WriterResponse;
+  try {
+    response = { id: request.id, ok: true, result: handle(derived, request) };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    response = { id: request.id, ok: false, error: { message, code: sqliteCode(err) } };
+  }
+  port.postMessage(response);
+});

@@ -1,0 +1,110 @@
+/**
+ * The derived file: the usage rollups and their cursor, kept in a SQLite file of their own next to the
+ * events file (`<events file>.derived`), written by the derived thread (derived-worker.ts) on its own
+ * connection, so that a fold never holds the events writer's lock or thread. Everything in it is
+ * rebuilt from the events: a missing file is made empty (cursors at 0) and refilled by the catch-up,
+ * and so is one that belongs to another events file or is ahead of this one (the events file restored
+ * from an older backup).
+ *
+ * Connections that read both (readers, the main thread's, the derived thread's) attach the other file.
+ * Table names are distinct across the two files, so unqualified names resolve to the one that has them.
+ * The events writer never attaches it: a transaction that has written to both files would hold both.
+ */
+import { closeSync, existsSync, openSync, rmSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import type { Connection } from './connection.js';
+import type { Migration } from '../types.js';
+import { SHAPES } from '../../usage/shapes.js';
+
+/** The schema name the derived file is attached as (on the events' connections). */
+export const DERIVED = 'derived';
+/** The schema name the events file is attached as (on the derived thread's connection). */
+export const EVENTS_DB = 'events_db';
+
+export const derivedPath = (eventsPath: string): string => `${eventsPath}.derived`;
+
+/** The tables moved out of the events file by migration 14, as the migrations before it left them. */
+export const DERIVED_TABLES: readonly string[] = SHAPES.map((shape) => shape.table);
+
+/** The derived file's own tables: the store it belongs to (its events file's secrets.store_id), and the cursors. */
+const OWN_TABLES_SQL = [
+  'CREATE TABLE derived_owner (store_id BLOB NOT NULL) STRICT',
+  // usage_seq: the last event seq folded into the rollups.
+  'CREATE TABLE derived_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT, WITHOUT ROWID',
+];
+
+/**
+ * The derived tables' DDL, qualified with `schema`: as the migrations before the move made them (run
+ * on a scratch in-memory database), so the moved rows fit them column for column.
+ */
+export function derivedSchemaSql(before: readonly Migration[], schema: string): string {
+  const scratch = new Database(':memory:');
+  try {
+    for (const step of before) scratch.exec(step.sql);
+    const list = DERIVED_TABLES.map((t) => `'${t}'`).join(', ');
+    const ddl = scratch.prepare(`SELECT sql FROM sqlite_master WHERE tbl_name IN (${list}) AND sql IS NOT NULL ORDER BY type = 'table' DESC, rowid`).pluck().all() as string[];
+    return [...ddl, ...OWN_TABLES_SQL].map((sql) => `${sql.replace(/^CREATE (TABLE|INDEX|UNIQUE INDEX) /, `CREATE $1 ${schema}.`)};`).join('\n');
+  } finally {
+    scratch.close();
+  }
+}
+
+/** Migration 14 (the derived file attached, empty): the derived tables and the usage cursor moved to it. */
+export function derivedMigrationSql(schemaSql: string): string {
+  return `
+INSERT INTO main.secrets (name, value) VALUES ('store_id', randomblob(16));
+${schemaSql}
+INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
+INSERT INTO ${DERIVED}.derived_counters (name, value) SELECT name, value FROM main.counters WHERE name = 'usage_seq';
+DELETE FROM main.counters WHERE name = 'usage_seq';
+${DERIVED_TABLES.map((t) => `INSERT INTO ${DERIVED}.${t} SELECT * FROM main.${t};\nDROP TABLE main.${t};`).join('\n')}
+`;
+}
+
+/** Attaches the derived file to a connection of the events file (read-only if the connection is). */
+export function attachDerived(db: Connection, eventsPath: string): void {
+  db.prepare(`ATTACH DATABASE ? AS ${DERIVED}`).run(derivedPath(eventsPath));
+}
+
+/** The events file's schema version (0: a new file). */
+function schemaVersion(db: Connection): number {
+  const has = db.prepare("SELECT count(*) FROM main.sqlite_master WHERE name = 'schema_migrations'").pluck().get() as number;
+  return has === 0 ? 0 : (db.prepare('SELECT coalesce(max(version), 0) FROM main.schema_migrations').pluck().get() as number);
+}
+
+/**
+ * Before the migrations, on the main connection (before any thread opens the files): attaches the
+ * derived file, first removed if the events file is from before migration 14 (whatever is there is
+ * left from a move a crash cut short, and the move starts over from an empty file).
+ */
+export function openDerived(db: Connection, eventsPath: string, moveVersion: number): void {
+  const path = derivedPath(eventsPath);
+  if (schemaVersion(db) < moveVersion) for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+  // The events file's mode (owner only, as made by the runtime): SQLite gives its WAL files the same.
+  if (!existsSync(path)) closeSync(openSync(path, 'a', statSync(eventsPath).mode & 0o777));
+  attachDerived(db, eventsPath);
+  db.pragma(`${DERIVED}.journal_mode = WAL`);
+}
+
+/**
+ * After the migrations: the derived file is kept if it belongs to this events file and is not ahead of
+ * it; else (missing, another store's, or ahead) it is emptied and its cursors set to 0, so the
+ * catch-up refills it from the events. Returns whether it was kept.
+ */
+export function checkDerived(db: Connection, schemaSql: string): boolean {
+  const run = db.transaction((): boolean => {
+    const owned = (db.prepare(`SELECT count(*) FROM ${DERIVED}.sqlite_master WHERE name = 'derived_owner'`).pluck().get() as number) === 1;
+    if (owned) {
+      const same = db.prepare(`SELECT (SELECT store_id FROM ${DERIVED}.derived_owner) = (SELECT value FROM main.secrets WHERE name = 'store_id')`).pluck().get() === 1;
+      const usageSeq = db.prepare(`SELECT value FROM ${DERIVED}.derived_counters WHERE name = 'usage_seq'`).pluck().get() as number | undefined;
+      const eventSeq = db.prepare("SELECT value FROM main.counters WHERE name = 'event_seq'").pluck().get() as number;
+      if (same && usageSeq !== undefined && usageSeq <= eventSeq) return true;
+    }
+    for (const table of db.prepare(`SELECT name FROM ${DERIVED}.sqlite_master WHERE type = 'table'`).pluck().all() as string[]) db.exec(`DROP TABLE ${DERIVED}."${table}"`);
+    db.exec(schemaSql);
+    db.exec(`INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
+INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('usage_seq', 0);`);
+    return false;
+  });
+  return run.immediate();
+}

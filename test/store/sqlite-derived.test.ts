@@ -1,0 +1,237 @@
+/**
+ * SQLite's derived file (store/sqlite/derived.ts): the usage rollups and their cursor live next to the
+ * events file, written by a thread of their own. Migration 14 moves them there from a store made
+ * before it, rows unchanged; a derived file that is missing, another store's, or ahead of its events
+ * file (the events restored from an older backup) is made afresh and refilled from the events; and
+ * a fold that cannot write the derived file holds no commit. Real files, real threads.
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import type { SqliteStore } from '../../src/store/sqlite/index.js';
+import { migrate } from '../../src/store/sqlite/migrate.js';
+import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { DERIVED_TABLES, derivedPath } from '../../src/store/sqlite/derived.js';
+import { SHAPES } from '../../src/usage/shapes.js';
+import { T0, getObject, newTenant } from './contract.js';
+import { tempDir } from '../support/server.js';
+
+const DAY = Math.floor(T0 / 86400);
+
+type Rows = Record<string, unknown[][]>;
+
+/** Every row of the derived tables in the file (or null for a table it lacks). */
+function tables(file: string): Record<string, unknown[][] | null> {
+  const db = new Database(file, { readonly: true });
+  try {
+    const has = (t: string) => db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(t) === 1;
+    return Object.fromEntries(DERIVED_TABLES.map((t) => [t, has(t) ? (db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2, 3, 4`).raw(true).all() as unknown[][]) : null]));
+  } finally {
+    db.close();
+  }
+}
+
+const rollups = (path: string): Rows => tables(derivedPath(path)) as Rows;
+
+/** Events of one tenant over two hours and two customers, `n` of them, from `from`. */
+async function ingest(store: SqliteStore, tenantId: number, n: number, from = 0): Promise<void> {
+  const events = Array.from({ length: n }, (_, i) => ({
+    tenantId,
+    receivedAt: T0 + 7200,
+    event: getObject(T0 + ((from + i) * 97) % 7200, { customerId: `c${(from + i) % 2}`, bytes: from + i }),
+  }));
+  await store.commit({ events, quarantine: [] });
+}
+
+/** Every shape's rollups agree with the events, day by day. */
+async function assertAgree(store: SqliteStore, tenantId: number): Promise<void> {
+  for (const check of await store.usage.reconcile(tenantId, DAY, DAY + 1)) {
+    for (const shape of SHAPES) assert.deepEqual(check.rollups[shape.name], check.events, shape.name);
+  }
+}
+
+const removeDerived = (path: string) => {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(derivedPath(path) + suffix, { force: true });
+};
+
+describe('SQLite derived file', () => {
+  const dirs: string[] = [];
+  const dir = () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d;
+  };
+  after(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('migration 14 moves the rollups and the usage cursor from a store made before it, rows unchanged', async () => {
+    const path = join(dir(), 'old.db');
+    const db = new Database(path);
+    migrate(db, MIGRATIONS.slice(0, 2), () => T0);
+    db.exec(`INSERT INTO tenants (id, name, created_at) VALUES (1, 'old', ${T0});
+      INSERT INTO dict (id, value) VALUES (1, 'aws'), (2, 'c1'), (3, 'c2');
+      INSERT INTO events (seq, tenant, timestamp, received_after, action, provider, customer, bytes) VALUES
+        (1, 1, ${T0}, 5, 1, 1, 2, 100), (2, 1, ${T0 + 3600}, 5, 2, 1, NULL, 7), (3, 1, ${T0 + 60}, 5, 1, 1, 3, 1000);
+      UPDATE counters SET value = 3 WHERE name = 'event_seq';`);
+    // Schema 13: migrations 4 and 8 fill the rollups from the events, 6 puts the cursor at the last seq.
+    migrate(db, MIGRATIONS.slice(0, 13), () => T0);
+    // Two events stored after, not folded yet.
+    db.exec(`INSERT INTO events (seq, tenant, timestamp, received_after, action, provider, customer, bytes) VALUES
+        (4, 1, ${T0 + 120}, 5, 1, 1, 2, 5), (5, 1, ${T0 + 3700}, 5, 1, 1, NULL, 9);
+      UPDATE counters SET value = 5 WHERE name = 'event_seq';`);
+    db.close();
+    const before = tables(path);
+    for (const t of DERIVED_TABLES) assert.ok(before[t]!.length > 0, t);
+
+    const store = await openSqliteStore({ path });
+    try {
+      assert.deepEqual(await store.usage.lag().then((l) => l.pendingEvents), 2, 'the cursor moved with the rollups');
+      assert.deepEqual(rollups(path), before, 'every rollup row moved unchanged');
+      const events = tables(path);
+      for (const t of DERIVED_TABLES) assert.equal(events[t], null, `${t} is gone from the events file`);
+      await store.usage.catchUp();
+      assert.equal((await store.usage.lag()).pendingEvents, 0);
+      await assertAgree(store, 1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a missing derived file is made afresh and refilled from the events', async () => {
+    const path = join(dir(), 'lost.db');
+    let store = await openSqliteStore({ path });
+    let tenantId = 0;
+    let kept: Rows;
+    try {
+      tenantId = (await newTenant(store)).tenantId;
+      await ingest(store, tenantId, 300);
+      await store.usage.catchUp();
+      kept = rollups(path);
+    } finally {
+      await store.close();
+    }
+    removeDerived(path);
+    store = await openSqliteStore({ path });
+    try {
+      assert.ok(existsSync(derivedPath(path)));
+      assert.equal((await store.usage.lag()).pendingEvents, 300, 'every event waits for its fold');
+      await store.usage.catchUp();
+      assert.deepEqual(rollups(path), kept);
+      await assertAgree(store, tenantId);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("another store's derived file, or one ahead of its events file (restored from an older backup), is made afresh", async () => {
+    const d = dir();
+    const path = join(d, 'a.db');
+    const other = join(d, 'b.db');
+    const backup = join(d, 'a-backup.db');
+    let tenantId = 0;
+    let early: Rows;
+    let store = await openSqliteStore({ path });
+    try {
+      tenantId = (await newTenant(store)).tenantId;
+      await ingest(store, tenantId, 100);
+      await store.usage.catchUp();
+      early = rollups(path);
+    } finally {
+      await store.close();
+    }
+    copyFileSync(path, backup);
+    store = await openSqliteStore({ path });
+    try {
+      await ingest(store, tenantId, 50, 100);
+      await store.usage.catchUp();
+      assert.notDeepEqual(rollups(path), early);
+    } finally {
+      await store.close();
+    }
+    // The events file as the backup had it, the derived file as it is now: 50 events ahead.
+    copyFileSync(backup, path);
+    store = await openSqliteStore({ path });
+    try {
+      assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
+      await store.usage.catchUp();
+      assert.deepEqual(rollups(path), early);
+      await assertAgree(store, tenantId);
+    } finally {
+      await store.close();
+    }
+
+    // Another store's derived file, not ahead of this one's events (same seqs), other rows.
+    const b = await openSqliteStore({ path: other });
+    try {
+      const t = (await newTenant(b)).tenantId;
+      await ingest(b, t, 100, 7);
+      await b.usage.catchUp();
+    } finally {
+      await b.close();
+    }
+    removeDerived(path);
+    copyFileSync(derivedPath(other), derivedPath(path));
+    store = await openSqliteStore({ path });
+    try {
+      assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
+      await store.usage.catchUp();
+      assert.deepEqual(rollups(path), early);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('commits go on while a fold waits for the derived file', async () => {
+    const path = join(dir(), 'held.db');
+    const store = await openSqliteStore({ path, busyTimeoutMs: 4000 });
+    const side = new Database(derivedPath(path));
+    try {
+      const { tenantId } = await newTenant(store);
+      await ingest(store, tenantId, 10);
+      // Another connection holds the derived file's write lock: the fold waits for it.
+      side.exec('BEGIN IMMEDIATE');
+      let folded = false;
+      const catchUp = store.usage.catchUp().then(() => {
+        folded = true;
+      });
+      // The fold has begun waiting.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) await ingest(store, tenantId, 10, 10 + i * 10);
+      assert.ok(Date.now() - started < 2000, `five commits took ${Date.now() - started} ms`);
+      assert.equal(folded, false, 'the fold is still waiting');
+      side.exec('COMMIT');
+      await catchUp;
+      await store.usage.catchUp();
+      assert.equal((await store.usage.lag()).pendingEvents, 0);
+      await assertAgree(store, tenantId);
+    } finally {
+      side.close();
+      await store.close();
+    }
+  });
+
+  it("a fold takes no lock of the events file: it runs while another connection holds the events file's write lock", async () => {
+    const path = join(dir(), 'events-held.db');
+    const store = await openSqliteStore({ path, busyTimeoutMs: 3000 });
+    const side = new Database(path);
+    try {
+      const { tenantId } = await newTenant(store);
+      await ingest(store, tenantId, 50);
+      side.exec('BEGIN IMMEDIATE');
+      const started = Date.now();
+      await store.usage.catchUp();
+      assert.ok(Date.now() - started < 1500, `the fold took ${Date.now() - started} ms`);
+      side.exec('COMMIT');
+      assert.equal((await store.usage.lag()).pendingEvents, 0);
+      await assertAgree(store, tenantId);
+    } finally {
+      side.close();
+      await store.close();
+    }
+  });
+});
