@@ -13,11 +13,11 @@ export const CATCH_UP_SPAN = 50_000;
  * under the span (so the last one may take it past, by at most one row's). `span` and `upTo` are
  * placeholders: the span, and the last id the catch-up applies (the outbox's newest when it began,
  * so that a catch-up under ingest ends). Every row has a span of at least one, so the first `span`
- * rows hold the step.
+ * rows hold the step. `pending`: a condition on the rows, where applied rows are kept a while (SQLite).
  */
-export const outboxStepSql = (span: string, upTo: string) => `SELECT tenant, first_seq, last_seq, id FROM (
+export const outboxStepSql = (span: string, upTo: string, pending = 'true') => `SELECT tenant, first_seq, last_seq, id FROM (
   SELECT tenant, first_seq, last_seq, id, sum(last_seq - first_seq + 1) OVER (ORDER BY id) - (last_seq - first_seq + 1) AS before
-  FROM (SELECT tenant, first_seq, last_seq, id FROM inventory_outbox WHERE id <= ${upTo} ORDER BY id LIMIT ${span}) o
+  FROM (SELECT tenant, first_seq, last_seq, id FROM inventory_outbox WHERE id <= ${upTo} AND ${pending} ORDER BY id LIMIT ${span}) o
 ) s WHERE before < ${span}`;
 
 /** A step's span as given to a store: a whole number of seqs, at least one (none would never end). */

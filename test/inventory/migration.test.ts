@@ -27,7 +27,8 @@ import { createShapeSql as createPgShapeSql } from '../../src/store/postgres/usa
 import { highColumn } from '../../src/store/wide.js';
 import { BACKENDS, dropFreshStores } from '../support/backends.js';
 import { tempDir } from '../support/server.js';
-import { DERIVED_TABLES, attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
+import { attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
+import { moveDerivedBack } from '../support/derived.js';
 import { existsSync } from 'node:fs';
 
 const T = Date.parse('2026-03-01T10:00:00Z') / 1000;
@@ -110,9 +111,9 @@ async function builtStore(backend: 'sqlite' | 'postgres'): Promise<Store> {
     migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 3), () => T);
     db.exec(EVENTS_SQLITE);
     migrateSqlite(db, SQLITE_MIGRATIONS.slice(0, 5), () => T);
-    // Schema 5's columns (the twin's high parts are 0: its sizes are small).
+    // Schema 5's columns (the twin's high parts are 0: its sizes are small), from the twin's derived file.
     const columns = (t: string) => (db.prepare(`SELECT name FROM pragma_table_info('${t}')`).pluck().all() as string[]).join(', ');
-    db.exec(`ATTACH '${twinPath}' AS twin; DELETE FROM inventory_outbox;
+    db.exec(`ATTACH '${derivedPath(twinPath)}' AS twin; DELETE FROM inventory_outbox;
       ${BUILT_TABLES.map((t) => `INSERT INTO ${t} SELECT ${columns(t)} FROM twin.${t};`).join('\n')}
       DETACH twin;`);
     db.close();
@@ -183,26 +184,6 @@ for (const backend of BACKENDS) {
       }
     });
   });
-}
-
-/**
- * A store as it was before migration 14, which moved the derived tables (and the usage cursor) to the
- * derived file: moved back, so that steps before it can be undone by hand. The derived file is left
- * as it is: a store of schema before 14 ignores it (the move starts over from an empty one).
- */
-function moveDerivedBack(db: Database.Database, path: string): void {
-  db.prepare('ATTACH DATABASE ? AS derived').run(derivedPath(path));
-  db.transaction(() => {
-    for (const t of DERIVED_TABLES) {
-      const ddl = db.prepare("SELECT sql FROM derived.sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL ORDER BY type = 'table' DESC").pluck().all(t) as string[];
-      for (const sql of ddl) db.exec(sql);
-      db.exec(`INSERT INTO main.${t} SELECT * FROM derived.${t}`);
-    }
-    db.exec(`INSERT INTO main.counters (name, value) SELECT name, value FROM derived.derived_counters WHERE name = 'usage_seq';
-      DELETE FROM main.secrets WHERE name = 'store_id';
-      DELETE FROM main.schema_migrations WHERE version >= 14;`);
-  })();
-  db.exec('DETACH DATABASE derived');
 }
 
 /** Opens a fresh store of the backend; `raw` runs SQL on its database with the store closed. */

@@ -4,6 +4,7 @@ import { after, describe, it } from 'node:test';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from '../../src/store/sqlite/index.js';
+import { attachDerived } from '../../src/store/sqlite/derived.js';
 import { openPostgresStore } from '../../src/store/postgres/index.js';
 import { dropScratchDatabases, scratchDatabase, tempDir, withPg } from '../support/scratch.js';
 import { inventoryContract } from './contract/inventory.js';
@@ -17,6 +18,8 @@ for (const [name, catchUpSpan] of [['sqlite', undefined], ['sqlite, catch-up one
     const damage = async (sql: string) => {
       const db = new Database(path);
       db.pragma('busy_timeout = 5000');
+      // The inventory is in the derived file.
+      attachDerived(db, path);
       db.exec(sql);
       db.close();
     };

@@ -17,33 +17,53 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { DERIVED_TABLES, derivedPath } from '../../src/store/sqlite/derived.js';
 import { SHAPES } from '../../src/usage/shapes.js';
 import { T0, getObject, newTenant } from './contract.js';
+import type { NormalizedEvent } from '../../src/events/catalogue.js';
+import { moveDerivedBack } from '../support/derived.js';
 import { tempDir } from '../support/server.js';
 
 const DAY = Math.floor(T0 / 86400);
 
 type Rows = Record<string, unknown[][]>;
 
+const sorted = (rows: unknown[][]) => rows.map((r) => JSON.stringify(r)).sort().map((r) => JSON.parse(r) as unknown[]);
+
 /** Every row of the derived tables in the file (or null for a table it lacks). */
 function tables(file: string): Record<string, unknown[][] | null> {
   const db = new Database(file, { readonly: true });
   try {
     const has = (t: string) => db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(t) === 1;
-    return Object.fromEntries(DERIVED_TABLES.map((t) => [t, has(t) ? (db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2, 3, 4`).raw(true).all() as unknown[][]) : null]));
+    return Object.fromEntries(DERIVED_TABLES.map((t) => [t, has(t) ? sorted(db.prepare(`SELECT * FROM ${t}`).raw(true).all() as unknown[][]) : null]));
   } finally {
     db.close();
   }
 }
 
-const rollups = (path: string): Rows => tables(derivedPath(path)) as Rows;
+/** The derived file's rows; `rebuilt`: those a rebuild from the events gives again (not the inventory's entries: their ids are new). */
+function rollups(path: string, rebuilt = false): Rows {
+  const rows = tables(derivedPath(path)) as Rows;
+  if (rebuilt) delete rows.inventory;
+  return rows;
+}
 
-/** Events of one tenant over two hours and two customers, `n` of them, from `from`. */
+/** Events of one tenant over two hours and two customers, `n` of them, from `from`: reads, and every third a put (a third of those deletes). */
 async function ingest(store: SqliteStore, tenantId: number, n: number, from = 0): Promise<void> {
-  const events = Array.from({ length: n }, (_, i) => ({
-    tenantId,
-    receivedAt: T0 + 7200,
-    event: getObject(T0 + ((from + i) * 97) % 7200, { customerId: `c${(from + i) % 2}`, bytes: from + i }),
-  }));
+  const events = Array.from({ length: n }, (_, k) => {
+    const i = from + k;
+    const at = T0 + ((i * 97) % 7200);
+    const fields = { customerId: `c${i % 2}`, bytes: i + 1 };
+    const event: NormalizedEvent =
+      i % 3 !== 0 ? getObject(at, fields)
+      : i % 9 === 0 ? ({ action: 'DeleteObject', timestamp: at, provider: 'aws', bucket: 'b', objectKey: `k${(i * 7) % 40}`, customerId: fields.customerId } as unknown as NormalizedEvent)
+      : ({ action: 'PutObject', timestamp: at, provider: 'aws', bucket: 'b', objectKey: `k${i % 40}`, ...fields } as unknown as NormalizedEvent);
+    return { tenantId, receivedAt: T0 + 7200, event };
+  });
   await store.commit({ events, quarantine: [] });
+}
+
+/** The inventory agrees with the events (verify finds nothing), and has entries. */
+async function assertInventory(store: SqliteStore, tenantId: number): Promise<void> {
+  assert.deepEqual(await store.inventory.verify(tenantId), []);
+  assert.ok((await store.inventory.objects(tenantId, { bucket: 'b', at: T0 + 7200, includeVersions: false, limit: 100 })).length > 0);
 }
 
 /** Every shape's rollups agree with the events, day by day. */
@@ -85,7 +105,7 @@ describe('SQLite derived file', () => {
       UPDATE counters SET value = 5 WHERE name = 'event_seq';`);
     db.close();
     const before = tables(path);
-    for (const t of DERIVED_TABLES) assert.ok(before[t]!.length > 0, t);
+    for (const shape of SHAPES) assert.ok(before[shape.table]!.length > 0, shape.table);
 
     const store = await openSqliteStore({ path });
     try {
@@ -101,6 +121,54 @@ describe('SQLite derived file', () => {
     }
   });
 
+  it('migration 14 moves the inventory, its pending outbox rows and the rebuild counts as well, and the ids of new outbox rows never go back', async () => {
+    const path = join(dir(), 'moved.db');
+    let store = await openSqliteStore({ path });
+    let tenantId = 0;
+    let before: Rows;
+    let lags: unknown;
+    try {
+      tenantId = (await newTenant(store)).tenantId;
+      await ingest(store, tenantId, 300);
+      await store.usage.catchUp();
+      await store.inventory.catchUp();
+      await store.usage.rebuild(tenantId, T0 / 3600, T0 / 3600 + 2);
+      await store.inventory.rebuild(tenantId);
+      // Pending, both: stored after the catch-ups.
+      await ingest(store, tenantId, 90, 300);
+      before = rollups(path);
+      lags = [(await store.usage.lag()).pendingEvents, (await store.inventory.lag()).pending];
+    } finally {
+      await store.close();
+    }
+    for (const t of ['inventory', 'inventory_hours', 'inventory_log', 'rebuilds']) assert.ok(before[t]!.length > 0, t);
+    const db = new Database(path);
+    moveDerivedBack(db, path);
+    db.close();
+    store = await openSqliteStore({ path });
+    try {
+      assert.deepEqual(rollups(path), before, 'every row moved unchanged');
+      const events = tables(path);
+      for (const t of DERIVED_TABLES) assert.equal(events[t], null, `${t} is gone from the events file`);
+      assert.deepEqual([(await store.usage.lag()).pendingEvents, (await store.inventory.lag()).pending], lags, 'what was pending still is');
+      assert.deepEqual(lags, [90, 1]);
+      await assertInventory(store, tenantId);
+      await store.usage.catchUp();
+      await assertAgree(store, tenantId);
+      // Every outbox row applied, and (after a catch-up) deleted: a new one still takes an id above them.
+      const outbox = new Database(path, { readonly: true });
+      const newest = () => outbox.prepare("SELECT coalesce(max(id), 0), (SELECT seq FROM sqlite_sequence WHERE name = 'inventory_outbox') FROM inventory_outbox").raw(true).get() as [number, number];
+      const [, last] = newest();
+      await store.inventory.catchUp();
+      await ingest(store, tenantId, 9, 390);
+      assert.ok(newest()[0] > last, 'a new outbox row takes an id above the last one applied');
+      outbox.close();
+      await assertInventory(store, tenantId);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a missing derived file is made afresh and refilled from the events', async () => {
     const path = join(dir(), 'lost.db');
     let store = await openSqliteStore({ path });
@@ -110,7 +178,8 @@ describe('SQLite derived file', () => {
       tenantId = (await newTenant(store)).tenantId;
       await ingest(store, tenantId, 300);
       await store.usage.catchUp();
-      kept = rollups(path);
+      await store.inventory.catchUp();
+      kept = rollups(path, true);
     } finally {
       await store.close();
     }
@@ -120,8 +189,10 @@ describe('SQLite derived file', () => {
       assert.ok(existsSync(derivedPath(path)));
       assert.equal((await store.usage.lag()).pendingEvents, 300, 'every event waits for its fold');
       await store.usage.catchUp();
-      assert.deepEqual(rollups(path), kept);
+      await store.inventory.catchUp();
+      assert.deepEqual(rollups(path, true), kept);
       await assertAgree(store, tenantId);
+      await assertInventory(store, tenantId);
     } finally {
       await store.close();
     }
@@ -139,7 +210,8 @@ describe('SQLite derived file', () => {
       tenantId = (await newTenant(store)).tenantId;
       await ingest(store, tenantId, 100);
       await store.usage.catchUp();
-      early = rollups(path);
+      await store.inventory.catchUp();
+      early = rollups(path, true);
     } finally {
       await store.close();
     }
@@ -148,7 +220,8 @@ describe('SQLite derived file', () => {
     try {
       await ingest(store, tenantId, 50, 100);
       await store.usage.catchUp();
-      assert.notDeepEqual(rollups(path), early);
+      await store.inventory.catchUp();
+      assert.notDeepEqual(rollups(path, true), early);
     } finally {
       await store.close();
     }
@@ -158,8 +231,10 @@ describe('SQLite derived file', () => {
     try {
       assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
       await store.usage.catchUp();
-      assert.deepEqual(rollups(path), early);
+      await store.inventory.catchUp();
+      assert.deepEqual(rollups(path, true), early);
       await assertAgree(store, tenantId);
+      await assertInventory(store, tenantId);
     } finally {
       await store.close();
     }
@@ -170,6 +245,7 @@ describe('SQLite derived file', () => {
       const t = (await newTenant(b)).tenantId;
       await ingest(b, t, 100, 7);
       await b.usage.catchUp();
+      await b.inventory.catchUp();
     } finally {
       await b.close();
     }
@@ -179,7 +255,9 @@ describe('SQLite derived file', () => {
     try {
       assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
       await store.usage.catchUp();
-      assert.deepEqual(rollups(path), early);
+      await store.inventory.catchUp();
+      assert.deepEqual(rollups(path, true), early);
+      await assertInventory(store, tenantId);
     } finally {
       await store.close();
     }

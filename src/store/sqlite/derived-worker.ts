@@ -1,8 +1,10 @@
 /**
- * The derived thread: owns the connection that writes the derived file (derived.ts), the usage
- * rollups and their cursor. It opens the derived file as main and attaches the events file, which it
+ * The derived thread: owns the connection that writes the derived file (derived.ts): the usage
+ * rollups and the object inventory. It opens the derived file as main and attaches the events file, which it
  * only reads: its transactions are plain BEGIN (BEGIN IMMEDIATE would take the events file's write
- * lock too), so a fold never holds the events writer. Requests are handled in the order they were sent.
+ * lock too), so a fold or a catch-up never holds the events writer; the one write it makes there (the
+ * applied outbox rows deleted) is a short transaction of its own. Requests are handled in the order
+ * they were sent.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openConnection, sqliteCode } from './connection.js';
@@ -13,6 +15,8 @@ import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, rollupFromStage, stageFromEvents }
 import { prepareUpserts, writeBatch } from './usage-sums.js';
 import type { SumsBatch } from './usage-sums.js';
 import { EVENTS_DB, derivedPath } from './derived.js';
+import { InventoryWriter } from './inventory.js';
+import { INVENTORY_MORE } from './protocol.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
 
@@ -22,6 +26,9 @@ import type { RebuildKind } from '../rebuilds.js';
  * traffic (coarse shapes especially).
  */
 const FOLD_CHUNK_EVENTS = 10_000;
+
+/** Least time between two deletes of applied outbox rows (each a write transaction of the events file). */
+const PURGE_MS = 5000;
 
 function prepare(db: Connection) {
   db.exec(CREATE_STAGE);
@@ -42,6 +49,7 @@ function prepare(db: Connection) {
     stageRebuild: db.prepare(stageFromEvents(`(@tenant IS NULL OR tenant = @tenant) AND timestamp >= @fromSecond AND timestamp < @toSecond AND NOT ${UNFOLDED}`, true)),
     rebuildInsert: SHAPES.map((shape) => db.prepare(rollupFromStage(shape, 'hour >= @fromHour AND hour < @toHour'))),
     countRebuild: db.prepare(countRebuildSql('?', '?')),
+    inventory: new InventoryWriter(db),
   };
 }
 
@@ -52,6 +60,8 @@ class Derived {
   #statements: Statements | undefined;
   /** The writer's sums received and not folded yet, by their first seq: each is folded once the cursor reaches it. */
   #batches: SumsBatch[] = [];
+  /** When applied outbox rows were last deleted (epoch ms). */
+  #purged = 0;
 
   constructor(private readonly data: DerivedData) {}
 
@@ -101,8 +111,7 @@ class Derived {
   /**
    * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
    * thread: no fold can run between the delete and the refill, so ingestion may go on meanwhile.
-   * The rebuild is counted after it (the count is in the events file): a process keeping answers
-   * may see the new rows under the old count for a moment, never the old rows under the new one.
+   * The rebuild is counted in it: a process keeping answers sees the new rows and the new count together.
    */
   rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
     const s = this.#open();
@@ -117,13 +126,58 @@ class Derived {
         s.rebuildDelete[i]!.run({ tenant: tenantId, from, to });
         s.rebuildInsert[i]!.run({ fromHour: fromSecond / 3600, toHour: toSecond / 3600 });
       }
+      s.countRebuild.run(tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind);
       s.clearStage.run();
       s.commit.run();
-      s.countRebuild.run(tenantId ?? EVERY_TENANT, 'usage' satisfies RebuildKind);
       return null;
     } catch (err) {
       this.#reset();
       throw err;
+    }
+  }
+
+  /**
+   * One transaction of the derived file. A catch-up is one step (MORE: call again), so that folds go
+   * on between steps and its heap stays bounded. A rebuild or verify first applies every outbox row
+   * of its snapshot, so that it reads the events of exactly the rows applied.
+   */
+  inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null, upTo: number): string | null {
+    const s = this.#open();
+    // Nothing pending (the usual case for a read): no transaction, so no fsync.
+    if (op === 'catchUp' && !s.inventory.pending()) return null;
+    let result: string | null = null;
+    try {
+      s.begin.run();
+      if (op === 'catchUp') result = s.inventory.catchUp(upTo, this.data.catchUpSpan) ? INVENTORY_MORE : null;
+      else {
+        const newest = s.inventory.newest();
+        while (s.inventory.catchUp(newest, this.data.catchUpSpan));
+        if (op === 'rebuild') {
+          s.inventory.rebuild(tenantId);
+          s.countRebuild.run(tenantId ?? EVERY_TENANT, 'inventory' satisfies RebuildKind);
+        } else result = JSON.stringify(s.inventory.verify(tenantId));
+      }
+      s.commit.run();
+    } catch (err) {
+      this.#reset();
+      throw err;
+    }
+    this.#purge(s);
+    return result;
+  }
+
+  /**
+   * The applied outbox rows deleted from the events file, at most once per PURGE_MS: each is a write
+   * transaction of the events file (its lock and fsync), and rows left a while are only skipped.
+   */
+  #purge(s: Statements): void {
+    const now = Date.now();
+    if (now - this.#purged < PURGE_MS) return;
+    this.#purged = now;
+    try {
+      s.inventory.purge();
+    } catch {
+      // Left for the next purge: applied rows are skipped by every reader of the outbox.
     }
   }
 
@@ -166,6 +220,8 @@ function handle(derived: Derived, request: DerivedRequest): WriterResult {
       return derived.foldUsage(request.upTo, request.sums);
     case 'rebuildUsage':
       return derived.rebuildUsage(request.tenantId, request.fromHour, request.toHour);
+    case 'inventory':
+      return derived.inventoryWork(request.op, request.tenantId, request.upTo ?? Number.MAX_SAFE_INTEGER);
     case 'close':
       return derived.close();
   }

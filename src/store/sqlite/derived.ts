@@ -1,7 +1,10 @@
 /**
- * The derived file: the usage rollups and their cursor, kept in a SQLite file of their own next to the
- * events file (`<events file>.derived`), written by the derived thread (derived-worker.ts) on its own
- * connection, so that a fold never holds the events writer's lock or thread. Everything in it is
+ * The derived file: the usage rollups and their cursor, the object inventory and the last outbox row
+ * it applied, and the rebuild counts, kept in a SQLite file of their own next to the events file
+ * (`<events file>.derived`), written by the derived thread (derived-worker.ts) on its own connection,
+ * so that a fold or an inventory catch-up never holds the events writer's lock or thread. The
+ * inventory's outbox stays in the events file (written in the events' transaction): its rows above
+ * the one recorded here are pending, those at or below it are deleted after the fact. Everything in it is
  * rebuilt from the events: a missing file is made empty (cursors at 0) and refilled by the catch-up,
  * and so is one that belongs to another events file or is ahead of this one (the events file restored
  * from an older backup).
@@ -15,6 +18,8 @@ import Database from 'better-sqlite3';
 import type { Connection } from './connection.js';
 import type { Migration } from '../types.js';
 import { SHAPES } from '../../usage/shapes.js';
+import { COARSE_SHAPES } from '../../inventory/shapes.js';
+import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
 
 /** The schema name the derived file is attached as (on the events' connections). */
 export const DERIVED = 'derived';
@@ -24,14 +29,51 @@ export const EVENTS_DB = 'events_db';
 export const derivedPath = (eventsPath: string): string => `${eventsPath}.derived`;
 
 /** The tables moved out of the events file by migration 14, as the migrations before it left them. */
-export const DERIVED_TABLES: readonly string[] = SHAPES.map((shape) => shape.table);
+export const DERIVED_TABLES: readonly string[] = [
+  ...SHAPES.map((shape) => shape.table),
+  'inventory',
+  'inventory_hours',
+  ...COARSE_SHAPES.map((shape) => shape.table),
+  'inventory_log',
+  'rebuilds',
+];
 
 /** The derived file's own tables: the store it belongs to (its events file's secrets.store_id), and the cursors. */
 const OWN_TABLES_SQL = [
   'CREATE TABLE derived_owner (store_id BLOB NOT NULL) STRICT',
-  // usage_seq: the last event seq folded into the rollups.
+  // usage_seq: the last event seq folded into the rollups; inventory_outbox_id: the last outbox row applied.
   'CREATE TABLE derived_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT, WITHOUT ROWID',
 ];
+
+/** The last outbox row the inventory applied: the rows after it are pending. */
+export const APPLIED_OUTBOX_ROW = "(SELECT value FROM derived_counters WHERE name = 'inventory_outbox_id')";
+
+/**
+ * The outbox again, its ids never reused (AUTOINCREMENT): applied rows are deleted after the fact, and
+ * a new row must never take an id at or below the last one applied (a plain rowid starts over at 1
+ * once the table is empty).
+ */
+const OUTBOX_AUTOINCREMENT_SQL = `
+CREATE TABLE main.inventory_outbox_ids (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant INTEGER NOT NULL,
+  from_ts INTEGER NOT NULL,
+  first_seq INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  at INTEGER NOT NULL
+) STRICT;
+INSERT INTO main.inventory_outbox_ids (id, tenant, from_ts, first_seq, last_seq, at) SELECT id, tenant, from_ts, first_seq, last_seq, at FROM main.inventory_outbox;
+DROP TABLE main.inventory_outbox;
+ALTER TABLE main.inventory_outbox_ids RENAME TO inventory_outbox;`;
+
+/**
+ * For a derived file made afresh: one outbox row per tenant over all its inventory events (as
+ * migration 7 made them), in place of any pending, so that the empty inventory is built from every
+ * stored event, each applied once.
+ */
+const RESEED_OUTBOX_SQL = `DELETE FROM main.inventory_outbox;
+INSERT INTO main.inventory_outbox (tenant, from_ts, first_seq, last_seq, at)
+SELECT tenant, min(timestamp), min(seq), max(seq), unixepoch() FROM main.events WHERE action IN (${INVENTORY_ACTION_CODES.join(', ')}) GROUP BY tenant;`;
 
 /**
  * The derived tables' DDL, qualified with `schema`: as the migrations before the move made them (run
@@ -49,7 +91,7 @@ export function derivedSchemaSql(before: readonly Migration[], schema: string): 
   }
 }
 
-/** Migration 14 (the derived file attached, empty): the derived tables and the usage cursor moved to it. */
+/** Migration 14 (the derived file attached, empty): the derived tables and the usage cursor moved to it; the outbox's ids never reused. */
 export function derivedMigrationSql(schemaSql: string): string {
   return `
 INSERT INTO main.secrets (name, value) VALUES ('store_id', randomblob(16));
@@ -57,7 +99,10 @@ ${schemaSql}
 INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
 INSERT INTO ${DERIVED}.derived_counters (name, value) SELECT name, value FROM main.counters WHERE name = 'usage_seq';
 DELETE FROM main.counters WHERE name = 'usage_seq';
+-- Applied outbox rows were deleted: every row left is pending.
+INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('inventory_outbox_id', 0);
 ${DERIVED_TABLES.map((t) => `INSERT INTO ${DERIVED}.${t} SELECT * FROM main.${t};\nDROP TABLE main.${t};`).join('\n')}
+${OUTBOX_AUTOINCREMENT_SQL}
 `;
 }
 
@@ -88,23 +133,32 @@ export function openDerived(db: Connection, eventsPath: string, moveVersion: num
 
 /**
  * After the migrations: the derived file is kept if it belongs to this events file and is not ahead of
- * it; else (missing, another store's, or ahead) it is emptied and its cursors set to 0, so the
- * catch-up refills it from the events. Returns whether it was kept.
+ * it (its usage cursor past the last seq, or its last outbox row applied past the last one made);
+ * else (missing, another store's, or ahead) it is emptied and its cursors set to 0, so the catch-ups
+ * refill it from the events. Returns whether it was kept.
  */
 export function checkDerived(db: Connection, schemaSql: string): boolean {
-  const run = db.transaction((): boolean => {
+  const kept = db.transaction((): boolean => {
     const owned = (db.prepare(`SELECT count(*) FROM ${DERIVED}.sqlite_master WHERE name = 'derived_owner'`).pluck().get() as number) === 1;
-    if (owned) {
-      const same = db.prepare(`SELECT (SELECT store_id FROM ${DERIVED}.derived_owner) = (SELECT value FROM main.secrets WHERE name = 'store_id')`).pluck().get() === 1;
-      const usageSeq = db.prepare(`SELECT value FROM ${DERIVED}.derived_counters WHERE name = 'usage_seq'`).pluck().get() as number | undefined;
-      const eventSeq = db.prepare("SELECT value FROM main.counters WHERE name = 'event_seq'").pluck().get() as number;
-      if (same && usageSeq !== undefined && usageSeq <= eventSeq) return true;
-    }
-    for (const table of db.prepare(`SELECT name FROM ${DERIVED}.sqlite_master WHERE type = 'table'`).pluck().all() as string[]) db.exec(`DROP TABLE ${DERIVED}."${table}"`);
+    if (!owned) return false;
+    const same = db.prepare(`SELECT (SELECT store_id FROM ${DERIVED}.derived_owner) = (SELECT value FROM main.secrets WHERE name = 'store_id')`).pluck().get() === 1;
+    const counter = (name: string) => db.prepare(`SELECT value FROM ${DERIVED}.derived_counters WHERE name = ?`).pluck().get(name) as number | undefined;
+    const usageSeq = counter('usage_seq');
+    const applied = counter('inventory_outbox_id');
+    const eventSeq = db.prepare("SELECT value FROM main.counters WHERE name = 'event_seq'").pluck().get() as number;
+    const lastOutboxRow = db.prepare("SELECT coalesce((SELECT seq FROM main.sqlite_sequence WHERE name = 'inventory_outbox'), 0)").pluck().get() as number;
+    return same && usageSeq !== undefined && usageSeq <= eventSeq && applied !== undefined && applied <= lastOutboxRow;
+  });
+  if (kept.immediate()) return true;
+  // The outbox first, in a transaction of its own (a transaction over both files is not atomic across
+  // them): a crash before the derived file is made afresh leaves it as it was, so both are done again.
+  db.transaction(() => db.exec(RESEED_OUTBOX_SQL)).immediate();
+  const reset = db.transaction((): void => {
+    for (const table of db.prepare(`SELECT name FROM ${DERIVED}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'`).pluck().all() as string[]) db.exec(`DROP TABLE ${DERIVED}."${table}"`);
     db.exec(schemaSql);
     db.exec(`INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
-INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('usage_seq', 0);`);
-    return false;
+INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('usage_seq', 0), ('inventory_outbox_id', 0);`);
   });
-  return run.immediate();
+  reset.immediate();
+  return false;
 }

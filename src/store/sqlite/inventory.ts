@@ -1,9 +1,12 @@
 /**
  * SQLite's object inventory. The writer adds one outbox row per tenant to each event transaction (the
- * range of its events' seqs); catchUp, on the writer thread between commits, logs the pending events
+ * range of its events' seqs); catchUp, on the derived thread (derived.ts: the inventory is in the
+ * derived file, the outbox in the events file), logs the pending events
  * in the per-key inventory log, gathers through it what they can change and from when (timeline.ts
  * Closure), replays that over the entries alive before it and moves the per-hour deltas by what
- * changed. Reads (InventoryReader) run on reader threads.
+ * changed, and records the last outbox row it applied in the same transaction; the rows up to it are
+ * deleted after it (purge), in a transaction of the events file of their own. Reads (InventoryReader)
+ * run on reader threads.
  */
 import type { Statement } from 'better-sqlite3';
 import { KINDS } from '../../events/catalogue.js';
@@ -27,6 +30,7 @@ import type {
 import type { Connection } from './connection.js';
 import { addSetSql, fromStored, highColumn, join, toStored } from '../wide.js';
 import { integerSums } from './integer-sums.js';
+import { APPLIED_OUTBOX_ROW } from './derived.js';
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -164,7 +168,10 @@ ON CONFLICT DO UPDATE SET ${addSetSql(valueColumns(shape), WIDE_VALUE_COLUMNS)}`
 
 const FINE_WIDE = wideValuePositions(FINE_SHAPE);
 
-/** The writer thread's side: catch-up, rebuild and verify, each one transaction. */
+/** Outbox rows not applied yet: past the last one the inventory applied. */
+const PENDING = `id > ${APPLIED_OUTBOX_ROW}`;
+
+/** The derived thread's side: catch-up, rebuild and verify, each one transaction. */
 export class InventoryWriter {
   readonly #s;
 
@@ -177,11 +184,12 @@ export class InventoryWriter {
     const byKey = (cols: string, kinds: string) => `SELECT ${cols} FROM inventory INDEXED BY inventory_ended WHERE tenant = @tenant AND bucket = @bucket AND object_key = @name AND kind IN (${kinds})`;
     const aliveAt = (cols: string, kinds: string) => `${byKey(cols, kinds)} AND ended IS NULL UNION ALL ${byKey(cols, kinds)} AND ended >= @from`;
     this.#s = {
-      pending: db.prepare(outboxStepSql('@span', '@upTo')).raw(true),
-      pendingUpTo: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox WHERE id <= ?)').pluck(),
+      pending: db.prepare(outboxStepSql('@span', '@upTo', PENDING)).raw(true),
+      pendingUpTo: db.prepare(`SELECT EXISTS (SELECT 1 FROM inventory_outbox WHERE id <= ? AND ${PENDING})`).pluck(),
       newest: db.prepare('SELECT coalesce(max(id), 0) FROM inventory_outbox').pluck(),
-      any: db.prepare('SELECT EXISTS (SELECT 1 FROM inventory_outbox)').pluck(),
-      done: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ? AND id <= ?'),
+      any: db.prepare(`SELECT EXISTS (SELECT 1 FROM inventory_outbox WHERE ${PENDING})`).pluck(),
+      applied: db.prepare("UPDATE derived_counters SET value = ? WHERE name = 'inventory_outbox_id'"),
+      purge: db.prepare(`DELETE FROM inventory_outbox WHERE id <= ${APPLIED_OUTBOX_ROW}`),
       events: db.prepare(`${EVENTS_SQL} AND e.timestamp >= ?`).raw(true),
       eventsIn: db.prepare(`${EVENTS_SQL} AND e.seq >= ? AND e.seq <= ?`).raw(true),
       // A closure step's events in one statement (a JSON array of seqs), not one each.
@@ -210,7 +218,6 @@ export class InventoryWriter {
         wide: wideValuePositions(shape),
         rows: db.prepare(`SELECT ${shape.grain}, ${[...dimensionColumns(shape), ...storedValueColumns(shape)].join(', ')} FROM ${shape.table} WHERE tenant = ?`).raw(true).safeIntegers(true),
       })),
-      clearOutbox: db.prepare('DELETE FROM inventory_outbox WHERE tenant = ?'),
       tenants: db.prepare('SELECT DISTINCT tenant FROM events').pluck(),
       all: db.prepare(select).raw(true),
       hours: db.prepare(`SELECT hour, bucket, action, provider, customer, feature, client_type, client_id, ${storedValueColumns(FINE_SHAPE).join(', ')} FROM inventory_hours WHERE tenant = ?`).raw(true),
@@ -232,35 +239,48 @@ export class InventoryWriter {
    * whether any up to it are left. The caller runs it in a transaction.
    */
   catchUp(upTo: number, maxSpan = CATCH_UP_SPAN): boolean {
-    const byTenant = new Map<number, { seqs: [number, number][]; maxId: number }>();
-    for (const [tenant, first, last, id] of this.#s.pending.all({ span: maxSpan, upTo }) as number[][]) {
-      const t = byTenant.get(tenant!) ?? { seqs: [], maxId: id! };
-      t.seqs.push([first!, last!]);
-      t.maxId = Math.max(t.maxId, id!);
-      byTenant.set(tenant!, t);
+    const byTenant = new Map<number, [number, number][]>();
+    // The step's rows are the first pending ones, in id order: all those up to the last.
+    let last = 0;
+    for (const [tenant, first, lastSeq, id] of this.#s.pending.all({ span: maxSpan, upTo }) as number[][]) {
+      const seqs = byTenant.get(tenant!) ?? [];
+      seqs.push([first!, lastSeq!]);
+      byTenant.set(tenant!, seqs);
+      last = id!;
     }
-    for (const [tenant, t] of byTenant) {
+    for (const [tenant, seqs] of byTenant) {
       const names = this.#names();
       const fresh = new Map<number, TimelineEvent>();
-      for (const [first, last] of t.seqs) for (const [seq, e] of this.#read(this.#s.eventsIn, tenant, first, last)) fresh.set(seq, e);
+      for (const [first, lastSeq] of seqs) for (const [seq, e] of this.#read(this.#s.eventsIn, tenant, first, lastSeq)) fresh.set(seq, e);
       this.#log(tenant, fresh, names);
       const c = new Closure();
       for (const [seq, e] of fresh) c.add(seq, e, true);
       this.#close(tenant, c, names);
       this.#recompute(tenant, c);
-      this.#s.done.run(tenant, t.maxId);
     }
+    if (last !== 0) this.#s.applied.run(last);
     return this.#s.pendingUpTo.get(upTo) === 1;
   }
 
-  /** Everything of the tenants again from their events. The caller runs it in a transaction. */
+  /**
+   * Deletes the outbox rows applied (a write to the events file): after the transaction that applied
+   * them, in one of its own, so the catch-up never holds the events file's lock while it works.
+   */
+  purge(): void {
+    this.#s.purge.run();
+  }
+
+  /**
+   * Everything of the tenants again from their events. The caller runs it in a transaction, after
+   * applying every outbox row of its snapshot (catchUp to newest): the events the rebuild reads are
+   * then exactly those of the rows applied, none twice, none left out.
+   */
   rebuild(tenantId: number | null): void {
     const tenants = tenantId === null ? (this.#s.tenants.all() as number[]) : [tenantId];
     for (const tenant of tenants) {
       this.#s.clear.run(tenant);
       this.#s.clearHours.run(tenant);
       for (const c of this.#s.coarse) c.clear.run(tenant);
-      this.#s.clearOutbox.run(tenant);
       this.#s.clearLog.run(tenant);
       const all = this.#read(this.#s.events, tenant, Number.MIN_SAFE_INTEGER);
       this.#log(tenant, all, this.#names());
@@ -425,7 +445,7 @@ export class InventoryReader {
   constructor(private readonly db: Connection) {}
 
   lag(): InventoryLag {
-    const [pending, oldest] = this.#prepare('SELECT count(*), coalesce(unixepoch() - min(at), 0) FROM inventory_outbox').raw(true).get() as [number, number];
+    const [pending, oldest] = this.#prepare(`SELECT count(*), coalesce(unixepoch() - min(at), 0) FROM inventory_outbox WHERE ${PENDING}`).raw(true).get() as [number, number];
     return { pending, oldestSeconds: oldest };
   }
 

@@ -12,8 +12,6 @@ export interface WriterData {
   usage?: boolean;
   /** false only in the bench (default true): events are stored without the inventory's outbox rows. */
   inventory?: boolean;
-  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN). */
-  catchUpSpan?: number;
   /** Most rows the usage sums the writer keeps may hold (default MAX_SUM_ROWS, usage-sums.ts). */
   usageSumRows?: number;
 }
@@ -24,6 +22,8 @@ export interface DerivedData {
   busyTimeoutMs: number;
   /** false only in the bench: nothing is folded. */
   usage?: boolean;
+  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN). */
+  catchUpSpan?: number;
 }
 
 /** An inventory catch-up step's answer when outbox rows are left for the next step. */
@@ -39,9 +39,6 @@ export type WriterCommand =
   | { type: 'settings' }
   /** The writer's usage sums, handed over (null: none kept). */
   | { type: 'takeSums' }
-  /** Inventory work between commits: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
-  /** `upTo`: the last outbox id a catch-up step applies (default all). */
-  | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null; upTo?: number }
   | { type: 'close' };
 
 export type WriterRequest = WriterCommand & { id: number };
@@ -56,6 +53,9 @@ export type DerivedCommand =
   | { type: 'foldUsage'; upTo: number | null; sums: SumsBatch | null }
   /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
   | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
+  /** Inventory work: apply the outbox, rebuild from the events, or compare with them (answers JSON). */
+  /** `upTo`: the last outbox id a catch-up step applies (default all). */
+  | { type: 'inventory'; op: 'catchUp' | 'rebuild' | 'verify'; tenantId: number | null; upTo?: number }
   | { type: 'close' };
 
 export type DerivedRequest = DerivedCommand & { id: number };

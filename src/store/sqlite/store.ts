@@ -1,6 +1,6 @@
 /**
  * The SQLite store: commits go to a writer thread with its own connection; the derived data (usage
- * rollups) is written to a file of its own by the derived thread (derived.ts); event reads that filter
+ * rollups, object inventory) is written to a file of its own by the derived thread (derived.ts); event reads that filter
  * run on reader threads (reader-pool.ts), each within a time budget; small unfiltered pages, key and
  * quarantine reads and key writes use a connection on the main thread. All connections run in WAL mode; the writing ones with synchronous=FULL.
  */
@@ -15,7 +15,7 @@ import { SqliteKeys } from './keys.js';
 import { packUnit } from './layout.js';
 import { migrate } from './migrate.js';
 import { DERIVED_MOVE_VERSION, DERIVED_SCHEMA_SQL, MIGRATIONS } from './migrations.js';
-import { checkDerived, openDerived } from './derived.js';
+import { APPLIED_OUTBOX_ROW, checkDerived, openDerived } from './derived.js';
 import type { DerivedCommand, DerivedData } from './protocol.js';
 import { batchBuffers } from './usage-sums.js';
 import type { SumsBatch } from './usage-sums.js';
@@ -134,17 +134,17 @@ export class SqliteStore implements Store {
         await this.#derived.request({ type: 'rebuildUsage', tenantId, fromHour, toHour });
       },
     };
-    const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#writer.request({ type: 'inventory', op, tenantId });
-    // The outbox's newest row (0: none pending; applied rows are deleted).
-    const newestOutboxRow = db.prepare('SELECT coalesce(max(id), 0) FROM inventory_outbox').pluck();
+    const inventoryWork = (op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null) => this.#derived.request({ type: 'inventory', op, tenantId });
+    // The outbox's newest pending row (0: none pending).
+    const newestOutboxRow = db.prepare(`SELECT coalesce(max(id), 0) FROM inventory_outbox WHERE id > ${APPLIED_OUTBOX_ROW}`).pluck();
     const newest = () => this.#run('inventory lag', () => newestOutboxRow.get() as number);
-    // Step after step, each a request of its own: commits waiting for the writer go between them. Up to
+    // Step after step, each a request of its own: folds go between them. Up to
     // the outbox's newest row when it begins: what is committed meanwhile is for the next catch-up.
     const catchUpTo = async (upTo: number) => {
-      while ((await this.#writer.request({ type: 'inventory', op: 'catchUp', tenantId: null, upTo })) === INVENTORY_MORE);
+      while ((await this.#derived.request({ type: 'inventory', op: 'catchUp', tenantId: null, upTo })) === INVENTORY_MORE);
     };
     const catchUp = async () => catchUpTo(await newest());
-    // Every read applies the outbox first (on the writer thread), so it sees every event committed
+    // Every read applies the outbox first (on the derived thread), so it sees every event committed
     // before it; past the budget it answers 503 and the catch-up runs on.
     const caughtUp = async <T>(read: () => Promise<T>): Promise<T> => {
       const upTo = await newest();
@@ -277,8 +277,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.close();
     throw toStoreError('migration', err);
   }
-  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, inventory: options.inventory ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }), ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
-  const derived = derivedThread({ path: options.path, busyTimeoutMs, usage: options.usage ?? true }, options.logger);
+  const writer = new WriterThread({ path: options.path, busyTimeoutMs, maxGroupEvents: options.maxGroupEvents ?? DEFAULT_MAX_GROUP_EVENTS, usage: options.usage ?? true, inventory: options.inventory ?? true, ...(options.usageSumRows === undefined ? {} : { usageSumRows: options.usageSumRows }) }, options.logger);
+  const derived = derivedThread({ path: options.path, busyTimeoutMs, usage: options.usage ?? true, ...(catchUpSpan === undefined ? {} : { catchUpSpan }) }, options.logger);
   const readers = new ReaderPool({ path: options.path, busyTimeoutMs }, options.readers ?? DEFAULT_READERS);
   const store = new SqliteStore(db, writer, derived, readers, options.readBudgetMs ?? DEFAULT_READ_BUDGET_MS, options.foldBeforeReadMs);
   try {

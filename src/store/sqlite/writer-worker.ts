@@ -16,11 +16,8 @@ import { SHAPES } from '../../usage/shapes.js';
 import { UPSERT_RECEIPTS } from './usage-sql.js';
 import { PendingSums, batchBuffers } from './usage-sums.js';
 import type { SumsBatch } from './usage-sums.js';
-import { InventoryWriter, OUTBOX_ROW } from './inventory.js';
+import { OUTBOX_ROW } from './inventory.js';
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
-import { INVENTORY_MORE } from './protocol.js';
-import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
-import type { RebuildKind } from '../rebuilds.js';
 
 /** Beyond this many cached dictionary values the cache starts over (clientId can have many values). */
 const DICT_CACHE_LIMIT = 200_000;
@@ -75,8 +72,6 @@ function prepare(db: Connection) {
     purgeQuarantine: db.prepare('DELETE FROM quarantine WHERE received_at < ?'),
     receipts: db.prepare(UPSERT_RECEIPTS),
     inventoryOutbox: db.prepare(OUTBOX_ROW),
-    inventory: new InventoryWriter(db),
-    countRebuild: db.prepare(countRebuildSql('?', '?')),
   };
 }
 
@@ -138,7 +133,7 @@ class Writer {
         // Receipts change in the transaction of the events they count (one row per tenant and day);
         // the rollups are folded after commit, on the derived thread, from the seqs past the usage cursor.
         receipts.write(s.receipts);
-        // The inventory's feed: written with the events, applied by inventoryWork.
+        // The inventory's feed: written with the events, applied by the derived thread.
         feed?.write(s.inventoryOutbox);
       }
       s.commit.run();
@@ -265,35 +260,6 @@ class Writer {
   /** The usage sums kept since the last take (null: none), for the derived thread to fold. */
   takeSums(): SumsBatch | null {
     return this.#sums.take();
-  }
-
-  /**
-   * One transaction on this thread, so no commit interleaves with a replay. A catch-up is one step
-   * (MORE: call again), so that commits go on between steps and its heap stays bounded.
-   */
-  inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null, upTo: number): string | null {
-    const s = this.#open();
-    // Nothing pending (the usual case for a read): no transaction, so no fsync.
-    if (op === 'catchUp' && !s.inventory.pending()) return null;
-    try {
-      s.begin.run();
-      let result: string | null = null;
-      if (op === 'catchUp') result = s.inventory.catchUp(upTo, this.data.catchUpSpan) ? INVENTORY_MORE : null;
-      else if (op === 'rebuild') {
-        s.inventory.rebuild(tenantId);
-        s.countRebuild.run(tenantId ?? EVERY_TENANT, 'inventory' satisfies RebuildKind);
-      }
-      else {
-        const newest = s.inventory.newest();
-        while (s.inventory.catchUp(newest, this.data.catchUpSpan));
-        result = JSON.stringify(s.inventory.verify(tenantId));
-      }
-      s.commit.run();
-      return result;
-    } catch (err) {
-      this.#reset();
-      throw err;
-    }
   }
 
   purgeQuarantine(before: number): number {
@@ -440,8 +406,6 @@ function handle(writer: Writer, request: OtherRequest): WriterResult {
       return writer.purgeQuarantine(request.before);
     case 'settings':
       return writer.settings();
-    case 'inventory':
-      return writer.inventoryWork(request.op, request.tenantId, request.upTo ?? Number.MAX_SAFE_INTEGER);
     case 'takeSums':
       return writer.takeSums();
     case 'close':
