@@ -14,7 +14,7 @@ import { openSqliteStore } from '../../src/store/sqlite/index.js';
 import type { SqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
-import { DERIVED_TABLES, derivedPath } from '../../src/store/sqlite/derived.js';
+import { DERIVED_TABLES, attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
 import { SHAPES } from '../../src/usage/shapes.js';
 import { T0, getObject, newTenant } from './contract.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
@@ -155,13 +155,19 @@ describe('SQLite derived file', () => {
       await assertInventory(store, tenantId);
       await store.usage.catchUp();
       await assertAgree(store, tenantId);
-      // Every outbox row applied, and (after a catch-up) deleted: a new one still takes an id above them.
-      const outbox = new Database(path, { readonly: true });
-      const newest = () => outbox.prepare("SELECT coalesce(max(id), 0), (SELECT seq FROM sqlite_sequence WHERE name = 'inventory_outbox') FROM inventory_outbox").raw(true).get() as [number, number];
-      const [, last] = newest();
+      // Every outbox row applied and deleted (as the derived thread's purge deletes them): a new one
+      // still takes an id above them, or it would count as applied.
       await store.inventory.catchUp();
+      const outbox = new Database(path);
+      outbox.pragma('busy_timeout = 5000');
+      attachDerived(outbox, path);
+      const applied = () => outbox.prepare("SELECT value FROM derived_counters WHERE name = 'inventory_outbox_id'").pluck().get() as number;
+      const last = applied();
+      assert.ok(last > 0);
+      outbox.prepare('DELETE FROM inventory_outbox WHERE id <= ?').run(last);
       await ingest(store, tenantId, 9, 390);
-      assert.ok(newest()[0] > last, 'a new outbox row takes an id above the last one applied');
+      assert.equal(outbox.prepare('SELECT count(*) FROM inventory_outbox WHERE id > ?').pluck().get(last), 1, 'the new row is pending');
+      assert.equal((await store.inventory.lag()).pending, 1);
       outbox.close();
       await assertInventory(store, tenantId);
     } finally {
