@@ -73,6 +73,35 @@ async function assertAgree(store: SqliteStore, tenantId: number): Promise<void> 
   }
 }
 
+/** A new store at `path` with `n` events of a new tenant, folded and applied, closed: its tenant and derived rows (those a rebuild gives again). */
+async function filled(path: string, n: number): Promise<{ tenantId: number; rows: Rows }> {
+  const store = await openSqliteStore({ path });
+  try {
+    const { tenantId } = await newTenant(store);
+    await ingest(store, tenantId, n);
+    await store.usage.catchUp();
+    await store.inventory.catchUp();
+    return { tenantId, rows: rollups(path, true) };
+  } finally {
+    await store.close();
+  }
+}
+
+/** Opened, the store's derived file is made afresh: every one of its `events` events waits, and once caught up it holds `rows` again. */
+async function assertRefilled(path: string, tenantId: number, events: number, rows: Rows): Promise<void> {
+  const store = await openSqliteStore({ path });
+  try {
+    assert.equal((await store.usage.lag()).pendingEvents, events, 'every event waits for its fold');
+    await store.usage.catchUp();
+    await store.inventory.catchUp();
+    assert.deepEqual(rollups(path, true), rows);
+    await assertAgree(store, tenantId);
+    await assertInventory(store, tenantId);
+  } finally {
+    await store.close();
+  }
+}
+
 const removeDerived = (path: string) => {
   for (const suffix of ['', '-wal', '-shm']) rmSync(derivedPath(path) + suffix, { force: true });
 };
@@ -177,31 +206,10 @@ describe('SQLite derived file', () => {
 
   it('a missing derived file is made afresh and refilled from the events', async () => {
     const path = join(dir(), 'lost.db');
-    let store = await openSqliteStore({ path });
-    let tenantId = 0;
-    let kept: Rows;
-    try {
-      tenantId = (await newTenant(store)).tenantId;
-      await ingest(store, tenantId, 300);
-      await store.usage.catchUp();
-      await store.inventory.catchUp();
-      kept = rollups(path, true);
-    } finally {
-      await store.close();
-    }
+    const { tenantId, rows: kept } = await filled(path, 300);
     removeDerived(path);
-    store = await openSqliteStore({ path });
-    try {
-      assert.ok(existsSync(derivedPath(path)));
-      assert.equal((await store.usage.lag()).pendingEvents, 300, 'every event waits for its fold');
-      await store.usage.catchUp();
-      await store.inventory.catchUp();
-      assert.deepEqual(rollups(path, true), kept);
-      await assertAgree(store, tenantId);
-      await assertInventory(store, tenantId);
-    } finally {
-      await store.close();
-    }
+    await assertRefilled(path, tenantId, 300, kept);
+    assert.ok(existsSync(derivedPath(path)));
   });
 
   it("another store's derived file, or one ahead of its events file (restored from an older backup), is made afresh", async () => {
@@ -209,20 +217,9 @@ describe('SQLite derived file', () => {
     const path = join(d, 'a.db');
     const other = join(d, 'b.db');
     const backup = join(d, 'a-backup.db');
-    let tenantId = 0;
-    let early: Rows;
-    let store = await openSqliteStore({ path });
-    try {
-      tenantId = (await newTenant(store)).tenantId;
-      await ingest(store, tenantId, 100);
-      await store.usage.catchUp();
-      await store.inventory.catchUp();
-      early = rollups(path, true);
-    } finally {
-      await store.close();
-    }
+    const { tenantId, rows: early } = await filled(path, 100);
     copyFileSync(path, backup);
-    store = await openSqliteStore({ path });
+    let store = await openSqliteStore({ path });
     try {
       await ingest(store, tenantId, 50, 100);
       await store.usage.catchUp();
@@ -233,17 +230,7 @@ describe('SQLite derived file', () => {
     }
     // The events file as the backup had it, the derived file as it is now: 50 events ahead.
     copyFileSync(backup, path);
-    store = await openSqliteStore({ path });
-    try {
-      assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
-      await store.usage.catchUp();
-      await store.inventory.catchUp();
-      assert.deepEqual(rollups(path, true), early);
-      await assertAgree(store, tenantId);
-      await assertInventory(store, tenantId);
-    } finally {
-      await store.close();
-    }
+    await assertRefilled(path, tenantId, 100, early);
 
     // Another store's derived file, not ahead of this one's events (same seqs), other rows.
     const b = await openSqliteStore({ path: other });
@@ -257,16 +244,7 @@ describe('SQLite derived file', () => {
     }
     removeDerived(path);
     copyFileSync(derivedPath(other), derivedPath(path));
-    store = await openSqliteStore({ path });
-    try {
-      assert.equal((await store.usage.lag()).pendingEvents, 100, 'refolded from the start');
-      await store.usage.catchUp();
-      await store.inventory.catchUp();
-      assert.deepEqual(rollups(path, true), early);
-      await assertInventory(store, tenantId);
-    } finally {
-      await store.close();
-    }
+    await assertRefilled(path, tenantId, 100, early);
   });
 
   it('commits go on while a fold waits for the derived file', async () => {

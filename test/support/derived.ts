@@ -1,6 +1,7 @@
 /** SQLite stores as they were before migration 14 moved the derived data to the derived file. */
 import type { Database } from 'better-sqlite3';
-import { APPLIED_OUTBOX_ROW, DERIVED_TABLES, derivedPath } from '../../src/store/sqlite/derived.js';
+import { DERIVED_TABLES, derivedPath } from '../../src/store/sqlite/derived.js';
+import { APPLIED_OUTBOX_ROW } from '../../src/store/sqlite/inventory.js';
 
 /**
  * The derived tables (and the usage cursor) moved back into the events file of a closed store, the

@@ -23,6 +23,51 @@ export function openConnection(path: string, busyTimeoutMs: number): Connection 
   }
 }
 
+/**
+ * A writing thread's connection and its prepared statements (`setUp`): opened at first use; after a
+ * failure closed (which rolls back whatever is open) and reopened by the next request, so that
+ * whatever state the error left it in (I/O error, disk full), the next try starts clean.
+ */
+export class ThreadConnection<S> {
+  #db: Connection | undefined;
+  #statements: S | undefined;
+
+  constructor(
+    private readonly path: string,
+    private readonly busyTimeoutMs: number,
+    private readonly setUp: (db: Connection) => S,
+  ) {}
+
+  open(): S {
+    if (this.#statements !== undefined) return this.#statements;
+    const db = openConnection(this.path, this.busyTimeoutMs);
+    try {
+      this.#statements = this.setUp(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#db = db;
+    return this.#statements;
+  }
+
+  /** The connection open() opened. */
+  get db(): Connection {
+    return this.#db!;
+  }
+
+  reset(): void {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#statements = undefined;
+    try {
+      db?.close();
+    } catch {
+      // Closing is best effort here: the handle is dropped either way.
+    }
+  }
+}
+
 /** A read-only connection of a thread that only reads (a reader thread, the cost thread): the events file, the derived file attached (read-only too). */
 export function openReadOnly(path: string, busyTimeoutMs: number): Connection {
   const db = new Database(path, { readonly: true, fileMustExist: true });

@@ -7,7 +7,7 @@
  * they were sent.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openConnection, sqliteCode } from './connection.js';
+import { ThreadConnection, sqliteCode } from './connection.js';
 import type { Connection } from './connection.js';
 import type { DerivedData, DerivedRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
@@ -56,14 +56,19 @@ function prepare(db: Connection) {
 type Statements = ReturnType<typeof prepare>;
 
 class Derived {
-  #db: Connection | undefined;
-  #statements: Statements | undefined;
+  readonly #conn: ThreadConnection<Statements>;
   /** The writer's sums received and not folded yet, by their first seq: each is folded once the cursor reaches it. */
   #batches: SumsBatch[] = [];
   /** When applied outbox rows were last deleted (epoch ms). */
   #purged = 0;
 
-  constructor(private readonly data: DerivedData) {}
+  constructor(private readonly data: DerivedData) {
+    this.#conn = new ThreadConnection(derivedPath(data.path), data.busyTimeoutMs, (db) => {
+      db.prepare(`ATTACH DATABASE ? AS ${EVENTS_DB}`).run(data.path);
+      db.pragma('cache_size = -8192');
+      return prepare(db);
+    });
+  }
 
   /**
    * Folds past the usage cursor, up to seq `upTo` (the last seq stored when null): the sums received
@@ -76,7 +81,7 @@ class Derived {
     // The bench's "usage off": nothing is folded, as nothing was counted.
     if (this.data.usage === false) return null;
     if (sums !== null) this.#batches.push(sums);
-    const s = this.#open();
+    const s = this.#conn.open();
     const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
     const cursor = s.usageCursor.get() as number;
     // Sums of seqs the cursor has passed are of no more use (it may have passed part of them only: a
@@ -101,7 +106,7 @@ class Derived {
       s.setUsageCursor.run(to);
       s.commit.run();
     } catch (err) {
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
     this.#batches = this.#batches.filter((b) => b.from >= to);
@@ -114,7 +119,7 @@ class Derived {
    * The rebuild is counted in it: a process keeping answers sees the new rows and the new count together.
    */
   rebuildUsage(tenantId: number | null, fromHour: number, toHour: number): null {
-    const s = this.#open();
+    const s = this.#conn.open();
     try {
       // A day shape's whole days: a day row cannot be refilled in part. Each shape's range lies within
       // the widest one, which is staged once.
@@ -131,7 +136,7 @@ class Derived {
       s.commit.run();
       return null;
     } catch (err) {
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
   }
@@ -142,7 +147,7 @@ class Derived {
    * of its snapshot, so that it reads the events of exactly the rows applied.
    */
   inventoryWork(op: 'catchUp' | 'rebuild' | 'verify', tenantId: number | null, upTo: number): string | null {
-    const s = this.#open();
+    const s = this.#conn.open();
     // Nothing pending (the usual case for a read): no transaction, so no fsync.
     if (op === 'catchUp' && !s.inventory.pending()) return null;
     let result: string | null = null;
@@ -159,7 +164,7 @@ class Derived {
       }
       s.commit.run();
     } catch (err) {
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
     this.#purge(s);
@@ -182,35 +187,8 @@ class Derived {
   }
 
   close(): null {
-    this.#reset();
+    this.#conn.reset();
     return null;
-  }
-
-  #open(): Statements {
-    if (this.#statements !== undefined) return this.#statements;
-    const db = openConnection(derivedPath(this.data.path), this.data.busyTimeoutMs);
-    try {
-      db.prepare(`ATTACH DATABASE ? AS ${EVENTS_DB}`).run(this.data.path);
-      db.pragma('cache_size = -8192');
-      this.#statements = prepare(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
-    return this.#statements;
-  }
-
-  /** After a failure the connection is closed (rolling back whatever is open) and reopened by the next request. */
-  #reset(): void {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#statements = undefined;
-    try {
-      db?.close();
-    } catch {
-      // Closing is best effort here: the handle is dropped either way.
-    }
   }
 }
 

@@ -20,6 +20,7 @@ import type { Migration } from '../types.js';
 import { SHAPES } from '../../usage/shapes.js';
 import { COARSE_SHAPES } from '../../inventory/shapes.js';
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
+import { INVENTORY_MIGRATION_SQL } from './inventory.js';
 
 /** The schema name the derived file is attached as (on the events' connections). */
 export const DERIVED = 'derived';
@@ -45,23 +46,13 @@ const OWN_TABLES_SQL = [
   'CREATE TABLE derived_counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) STRICT, WITHOUT ROWID',
 ];
 
-/** The last outbox row the inventory applied: the rows after it are pending. */
-export const APPLIED_OUTBOX_ROW = "(SELECT value FROM derived_counters WHERE name = 'inventory_outbox_id')";
-
 /**
- * The outbox again, its ids never reused (AUTOINCREMENT): applied rows are deleted after the fact, and
+ * The outbox again (migration 5's table), its ids never reused (AUTOINCREMENT): applied rows are deleted after the fact, and
  * a new row must never take an id at or below the last one applied (a plain rowid starts over at 1
  * once the table is empty).
  */
 const OUTBOX_AUTOINCREMENT_SQL = `
-CREATE TABLE main.inventory_outbox_ids (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  tenant INTEGER NOT NULL,
-  from_ts INTEGER NOT NULL,
-  first_seq INTEGER NOT NULL,
-  last_seq INTEGER NOT NULL,
-  at INTEGER NOT NULL
-) STRICT;
+${/CREATE TABLE inventory_outbox \([^;]*;/.exec(INVENTORY_MIGRATION_SQL)![0].replace('CREATE TABLE inventory_outbox', 'CREATE TABLE main.inventory_outbox_ids').replace('id INTEGER PRIMARY KEY,', 'id INTEGER PRIMARY KEY AUTOINCREMENT,')}
 INSERT INTO main.inventory_outbox_ids (id, tenant, from_ts, first_seq, last_seq, at) SELECT id, tenant, from_ts, first_seq, last_seq, at FROM main.inventory_outbox;
 DROP TABLE main.inventory_outbox;
 ALTER TABLE main.inventory_outbox_ids RENAME TO inventory_outbox;`;

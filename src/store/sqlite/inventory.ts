@@ -30,7 +30,6 @@ import type {
 import type { Connection } from './connection.js';
 import { addSetSql, fromStored, highColumn, join, toStored } from '../wide.js';
 import { integerSums } from './integer-sums.js';
-import { APPLIED_OUTBOX_ROW } from './derived.js';
 
 /** Migration 5: the inventory, its hourly deltas and the outbox, which holds every tenant so the first catch-up builds it from the stored events. */
 export const INVENTORY_MIGRATION_SQL = `
@@ -167,6 +166,9 @@ ON CONFLICT DO UPDATE SET ${addSetSql(valueColumns(shape), WIDE_VALUE_COLUMNS)}`
 }
 
 const FINE_WIDE = wideValuePositions(FINE_SHAPE);
+
+/** The last outbox row the inventory applied (in the derived file: derived.ts): the rows after it are pending. */
+export const APPLIED_OUTBOX_ROW = "(SELECT value FROM derived_counters WHERE name = 'inventory_outbox_id')";
 
 /** Outbox rows not applied yet: past the last one the inventory applied. */
 const PENDING = `id > ${APPLIED_OUTBOX_ROW}`;

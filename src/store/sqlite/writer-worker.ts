@@ -6,7 +6,7 @@
  * queued, however large the backlog grows.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { connectionSettings, openConnection, sqliteCode } from './connection.js';
+import { ThreadConnection, connectionSettings, sqliteCode } from './connection.js';
 import type { Connection, ConnectionSettings } from './connection.js';
 import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
@@ -78,8 +78,7 @@ function prepare(db: Connection) {
 type Statements = ReturnType<typeof prepare>;
 
 class Writer {
-  #db: Connection | undefined;
-  #statements: Statements | undefined;
+  readonly #conn: ThreadConnection<Statements>;
   /** value → id of committed dictionary rows only (see commit's rollback handling). */
   readonly #dict = new Map<string, number>();
   /** Made at the first open: its hash is keyed with the database's secret. */
@@ -98,6 +97,19 @@ class Writer {
 
   constructor(private readonly data: WriterData) {
     this.#sums = new PendingSums(EVENT_COLUMNS, SHAPES, data.usageSumRows);
+    this.#conn = new ThreadConnection(data.path, data.busyTimeoutMs, (db) => {
+      // 8 MiB: a larger cache (32 MiB was measured) saved no throughput in the bench but kept the
+      // process RSS growing for as long as the database grew.
+      db.pragma('cache_size = -8192');
+      // A unit dirties index pages all over the file. Checkpointing every 10,000 pages (40 MB) rather
+      // than 1,000 copies each page to the database once for many commits instead of every few, and
+      // this thread is the only one that checkpoints. The WAL file is cut back to 64 MB after a reset.
+      db.pragma('wal_autocheckpoint = 10000');
+      db.pragma('journal_size_limit = 67108864');
+      const statements = prepare(db);
+      this.#objectKeys ??= new ObjectKeyIds(objectKeyHash(db));
+      return statements;
+    });
   }
 
   /**
@@ -108,7 +120,7 @@ class Writer {
   commit(units: readonly PackedUnit[]): Float64Array<ArrayBuffer>[] {
     const usage = this.data.usage !== false;
     const events = units.reduce((n, unit) => n + unit.count, 0);
-    const s = this.#open();
+    const s = this.#conn.open();
     const objectKeys = this.#objectKeys!;
     if (this.#dict.size > DICT_CACHE_LIMIT) this.#dict.clear();
     objectKeys.trim();
@@ -144,7 +156,7 @@ class Writer {
       this.#sums.drop();
       for (const value of added) this.#dict.delete(value);
       objectKeys.forget(addedKeys);
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
   }
@@ -245,14 +257,14 @@ class Writer {
 
   /** A tiny durable write: the lock can be taken, and the file written and synced. */
   check(): null {
-    const s = this.#open();
+    const s = this.#conn.open();
     try {
       s.begin.run();
       s.probe.run();
       s.commit.run();
       return null;
     } catch (err) {
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
   }
@@ -263,22 +275,22 @@ class Writer {
   }
 
   purgeQuarantine(before: number): number {
-    const s = this.#open();
+    const s = this.#conn.open();
     try {
       return s.purgeQuarantine.run(before).changes;
     } catch (err) {
-      this.#reset();
+      this.#conn.reset();
       throw err;
     }
   }
 
   settings(): ConnectionSettings {
-    this.#open();
-    return connectionSettings(this.#db!);
+    this.#conn.open();
+    return connectionSettings(this.#conn.db);
   }
 
   close(): null {
-    this.#reset();
+    this.#conn.reset();
     return null;
   }
 
@@ -293,43 +305,6 @@ class Writer {
       this.#dict.set(value, id);
     }
     return id;
-  }
-
-  #open(): Statements {
-    if (this.#statements !== undefined) return this.#statements;
-    const db = openConnection(this.data.path, this.data.busyTimeoutMs);
-    try {
-      // 8 MiB: a larger cache (32 MiB was measured) saved no throughput in the bench but kept the
-      // process RSS growing for as long as the database grew.
-      db.pragma('cache_size = -8192');
-      // A unit dirties index pages all over the file. Checkpointing every 10,000 pages (40 MB) rather
-      // than 1,000 copies each page to the database once for many commits instead of every few, and
-      // this thread is the only one that checkpoints. The WAL file is cut back to 64 MB after a reset.
-      db.pragma('wal_autocheckpoint = 10000');
-      db.pragma('journal_size_limit = 67108864');
-      this.#statements = prepare(db);
-      this.#objectKeys ??= new ObjectKeyIds(objectKeyHash(db));
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
-    return this.#statements;
-  }
-
-  /**
-   * After a failure the connection is closed (which rolls back whatever is open) and reopened by the
-   * next request: whatever state the error left it in (I/O error, disk full), the next try starts clean.
-   */
-  #reset(): void {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#statements = undefined;
-    try {
-      db?.close();
-    } catch {
-      // Closing is best effort here: the handle is dropped either way.
-    }
   }
 }
 
