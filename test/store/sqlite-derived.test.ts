@@ -15,7 +15,7 @@ import type { SqliteStore } from '../../src/store/sqlite/index.js';
 import { migrate } from '../../src/store/sqlite/migrate.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { DERIVED_TABLES, attachDerived, derivedPath } from '../../src/store/sqlite/derived.js';
-import { SHAPES } from '../../src/usage/shapes.js';
+import { MEASURES, SHAPES } from '../../src/usage/shapes.js';
 import { T0, getObject, newTenant } from './contract.js';
 import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import { moveDerivedBack } from '../support/derived.js';
@@ -273,6 +273,59 @@ describe('SQLite derived file', () => {
       await assertAgree(store, tenantId);
     } finally {
       side.close();
+      await store.close();
+    }
+  });
+
+  it('two processes folding at once (the server and `usage verify`) count each event once', async () => {
+    const path = join(dir(), 'two.db');
+    const server = await openSqliteStore({ path, busyTimeoutMs: 4000 });
+    const cli = await openSqliteStore({ path, busyTimeoutMs: 4000 });
+    const side = new Database(derivedPath(path));
+    try {
+      const { tenantId } = await newTenant(server);
+      // The server's writer sums these: its fold writes its sums; the other one folds them from the events.
+      await ingest(server, tenantId, 40);
+      // Both folds read the cursor, then wait for the derived file's write lock; each gets it in turn.
+      side.exec('BEGIN IMMEDIATE');
+      const folds = Promise.all([server.usage.catchUp(), cli.usage.catchUp()]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      side.exec('COMMIT');
+      await folds;
+      const [check] = await server.usage.reconcile(tenantId, DAY, DAY + 1);
+      assert.equal(check!.rollups.tenant_day![MEASURES.indexOf('requests')], 40n, 'each event counted once');
+      await assertAgree(server, tenantId);
+    } finally {
+      side.close();
+      await cli.close();
+      await server.close();
+    }
+  });
+
+  it("a rebuild succeeds while another process's folds commit to the derived file", async () => {
+    const path = join(dir(), 'rebuild.db');
+    const store = await openSqliteStore({ path, busyTimeoutMs: 10_000 });
+    // The server, ingesting and folding, while `usage rebuild` runs in another process (`store`).
+    const server = await openSqliteStore({ path, busyTimeoutMs: 10_000 });
+    try {
+      const { tenantId } = await newTenant(store);
+      for (let i = 0; i < 20; i++) await ingest(store, tenantId, 10_000, i * 10_000);
+      await store.usage.catchUp();
+      let settled = false;
+      const rebuilt = store.usage.rebuild(null, DAY * 24, DAY * 24 + 24).finally(() => {
+        settled = true;
+      });
+      let folds = 0;
+      for (; !settled; folds++) {
+        await ingest(server, tenantId, 1, 200_000 + folds);
+        await server.usage.catchUp();
+      }
+      await rebuilt;
+      const [check] = await store.usage.reconcile(tenantId, DAY, DAY + 1);
+      assert.equal(check!.rollups.tenant_day![MEASURES.indexOf('requests')], BigInt(200_000 + folds));
+      await assertAgree(store, tenantId);
+    } finally {
+      await server.close();
       await store.close();
     }
   });

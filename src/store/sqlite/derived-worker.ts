@@ -38,6 +38,11 @@ function prepare(db: Connection) {
     commit: db.prepare('COMMIT'),
     lastSeq: db.prepare(`SELECT value FROM ${EVENTS_DB}.counters WHERE name = 'event_seq'`).pluck(),
     usageCursor: db.prepare("SELECT value FROM main.derived_counters WHERE name = 'usage_seq'").pluck(),
+    // The derived file's write lock (the cursor's row rewritten unchanged), then the cursor read under
+    // it: another process's derived thread (`usage verify` or `rebuild` beside the server) may have
+    // folded since this one last read it. The events file's lock is not taken.
+    lockCursor: db.prepare("UPDATE main.derived_counters SET value = value WHERE name = 'usage_seq' RETURNING value").pluck(),
+    rollback: db.prepare('ROLLBACK'),
     setUsageCursor: db.prepare("UPDATE main.derived_counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
     stageFold: db.prepare(stageFromEvents('seq > ? AND seq <= ?', false)),
@@ -83,15 +88,18 @@ class Derived {
     if (sums !== null) this.#batches.push(sums);
     const s = this.#conn.open();
     const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
-    const cursor = s.usageCursor.get() as number;
-    // Sums of seqs the cursor has passed are of no more use (it may have passed part of them only: a
-    // fold from the events taken up to the last seq stored while the writer went on summing).
-    this.#batches = this.#batches.filter((b) => b.from >= cursor).sort((a, b) => a.from - b.from);
-    const first = this.#batches[0];
-    if (cursor >= goal && first?.from !== cursor) return null;
-    let to = cursor;
+    // Nothing to fold (a read's usual case): no lock, no transaction.
+    if (!this.#pending(s.usageCursor.get() as number, goal)) return null;
+    let to: number;
     try {
       s.begin.run();
+      const cursor = s.lockCursor.get() as number;
+      if (!this.#pending(cursor, goal)) {
+        s.rollback.run();
+        return null;
+      }
+      const first = this.#batches[0];
+      to = cursor;
       for (const batch of this.#batches) {
         if (batch.from !== to) break;
         writeBatch(batch, s.upserts);
@@ -114,6 +122,17 @@ class Derived {
   }
 
   /**
+   * Keeps the sums received that the cursor has not passed, in order, and says whether there is a
+   * fold to do: seqs before the goal, or sums starting at the cursor (their events are committed).
+   * Sums of seqs the cursor has passed are of no more use (it may have passed part of them only: a
+   * fold from the events taken up to the last seq stored while the writer went on summing).
+   */
+  #pending(cursor: number, goal: number): boolean {
+    this.#batches = this.#batches.filter((b) => b.from >= cursor).sort((a, b) => a.from - b.from);
+    return cursor < goal || this.#batches[0]?.from === cursor;
+  }
+
+  /**
    * Recomputes the rollups of hours [fromHour, toHour) from the events, in one transaction on this
    * thread: no fold can run between the delete and the refill, so ingestion may go on meanwhile.
    * The rebuild is counted in it: a process keeping answers sees the new rows and the new count together.
@@ -125,6 +144,9 @@ class Derived {
       // the widest one, which is staged once.
       const ranges = SHAPES.map((shape) => shapeRange(shape, fromHour, toHour));
       s.begin.run();
+      // The lock before the stage reads the cursor: a read transaction cannot wait for the lock, and
+      // fails if another process's fold committed since it began.
+      s.lockCursor.get();
       s.stageRebuild.run({ tenant: tenantId, fromSecond: Math.min(...ranges.map((r) => r.fromSecond)), toSecond: Math.max(...ranges.map((r) => r.toSecond)) });
       for (let i = 0; i < SHAPES.length; i++) {
         const { from, to, fromSecond, toSecond } = ranges[i]!;
