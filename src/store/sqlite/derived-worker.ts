@@ -12,7 +12,7 @@ import type { Connection } from './connection.js';
 import type { DerivedData, DerivedRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES, shapeRange } from '../../usage/shapes.js';
 import { CLEAR_STAGE, CREATE_STAGE, UNFOLDED, rollupFromStage, stageFromEvents } from './usage-sql.js';
-import { prepareUpserts, writeBatch } from './usage-sums.js';
+import { MAX_SUM_ROWS, prepareUpserts, writeBatch } from './usage-sums.js';
 import type { SumsBatch } from './usage-sums.js';
 import { EVENTS_DB, derivedPath } from './derived.js';
 import { InventoryWriter } from './inventory.js';
@@ -29,6 +29,9 @@ const FOLD_CHUNK_EVENTS = 10_000;
 
 /** Least time between two deletes of applied outbox rows (each a write transaction of the events file). */
 const PURGE_MS = 5000;
+
+/** Most rows of sums the derived thread keeps (~100 bytes each): a few of the writer's batches. */
+const KEPT_SUM_ROWS = 4 * MAX_SUM_ROWS;
 
 function prepare(db: Connection) {
   db.exec(CREATE_STAGE);
@@ -85,7 +88,7 @@ class Derived {
   foldUsage(upTo: number | null, sums: SumsBatch | null): number | null {
     // The bench's "usage off": nothing is folded, as nothing was counted.
     if (this.data.usage === false) return null;
-    if (sums !== null) this.#batches.push(sums);
+    if (sums !== null) this.#keep(sums);
     const s = this.#conn.open();
     const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
     // Nothing to fold (a read's usual case): no lock, no transaction.
@@ -119,6 +122,16 @@ class Derived {
     }
     this.#batches = this.#batches.filter((b) => b.from >= to);
     return to < goal ? goal : null;
+  }
+
+  /**
+   * Keeps sums received for their fold, within KEPT_SUM_ROWS: while folds fail (the derived file's
+   * disk full, read-only, or locked by a long rebuild) every catch-up hands more over. Sums not kept
+   * leave their seqs to a fold from the events.
+   */
+  #keep(sums: SumsBatch): void {
+    const rows = (batch: SumsBatch) => batch.shapes.reduce((n, shape) => n + shape.rows, 0);
+    if (this.#batches.reduce((n, batch) => n + rows(batch), rows(sums)) <= KEPT_SUM_ROWS) this.#batches.push(sums);
   }
 
   /**
