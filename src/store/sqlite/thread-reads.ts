@@ -1,6 +1,6 @@
 /**
  * SQLite reads of a thread of their own (the cost thread): a read-only connection, each read caught
- * up first by the thread that owns the store (its writer thread folds), then run here, synchronously:
+ * up first by the thread that owns the store (its derived thread folds), then run here, synchronously:
  * this thread's event loop is the one it holds.
  */
 import type { CaughtUpFor, ThreadReads } from '../types.js';
