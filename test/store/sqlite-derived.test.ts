@@ -106,6 +106,29 @@ const removeDerived = (path: string) => {
   for (const suffix of ['', '-wal', '-shm']) rmSync(derivedPath(path) + suffix, { force: true });
 };
 
+/** The tenant's requests on DAY as the tenant_day rollup counts them. */
+async function folded(store: SqliteStore, tenantId: number): Promise<bigint> {
+  const [check] = await store.usage.reconcile(tenantId, DAY, DAY + 1);
+  return check!.rollups.tenant_day![MEASURES.indexOf('requests')]!;
+}
+
+/**
+ * Two stores on one file, as two processes open it (the server, and a CLI command beside it: its
+ * busy timeout `cliBusyMs`), and a connection of this test's own to `sideFile`.
+ */
+async function besideServer(path: string, cliBusyMs: number, sideFile: string, run: (server: SqliteStore, cli: SqliteStore, side: Database.Database) => Promise<void>): Promise<void> {
+  const server = await openSqliteStore({ path });
+  const cli = await openSqliteStore({ path, busyTimeoutMs: cliBusyMs });
+  const side = new Database(sideFile);
+  try {
+    await run(server, cli, side);
+  } finally {
+    side.close();
+    await cli.close();
+    await server.close();
+  }
+}
+
 describe('SQLite derived file', () => {
   const dirs: string[] = [];
   const dir = () => {
@@ -279,10 +302,7 @@ describe('SQLite derived file', () => {
 
   it('two processes folding at once (the server and `usage verify`) count each event once', async () => {
     const path = join(dir(), 'two.db');
-    const server = await openSqliteStore({ path, busyTimeoutMs: 4000 });
-    const cli = await openSqliteStore({ path, busyTimeoutMs: 4000 });
-    const side = new Database(derivedPath(path));
-    try {
+    await besideServer(path, 4000, derivedPath(path), async (server, cli, side) => {
       const { tenantId } = await newTenant(server);
       // The server's writer sums these: its fold writes its sums; the other one folds them from the events.
       await ingest(server, tenantId, 40);
@@ -292,14 +312,9 @@ describe('SQLite derived file', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       side.exec('COMMIT');
       await folds;
-      const [check] = await server.usage.reconcile(tenantId, DAY, DAY + 1);
-      assert.equal(check!.rollups.tenant_day![MEASURES.indexOf('requests')], 40n, 'each event counted once');
+      assert.equal(await folded(server, tenantId), 40n, 'each event counted once');
       await assertAgree(server, tenantId);
-    } finally {
-      side.close();
-      await cli.close();
-      await server.close();
-    }
+    });
   });
 
   it("a rebuild succeeds while another process's folds commit to the derived file", async () => {
@@ -321,8 +336,7 @@ describe('SQLite derived file', () => {
         await server.usage.catchUp();
       }
       await rebuilt;
-      const [check] = await store.usage.reconcile(tenantId, DAY, DAY + 1);
-      assert.equal(check!.rollups.tenant_day![MEASURES.indexOf('requests')], BigInt(200_000 + folds));
+      assert.equal(await folded(store, tenantId), BigInt(200_000 + folds));
       await assertAgree(store, tenantId);
     } finally {
       await server.close();
