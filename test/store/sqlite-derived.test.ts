@@ -363,4 +363,38 @@ describe('SQLite derived file', () => {
       await store.close();
     }
   });
+
+  it('a derived file behind its events file is kept, and made afresh once outbox rows it had not applied were purged since', async () => {
+    const d = dir();
+    const path = join(d, 'behind.db');
+    const saved = join(d, 'derived-backup');
+    const { tenantId } = await filled(path, 99);
+    copyFileSync(derivedPath(path), saved);
+    // Events and their outbox rows past the copy; the usage folded, the inventory not applied (its rows stay).
+    const store = await openSqliteStore({ path });
+    try {
+      await ingest(store, tenantId, 30, 99);
+      await store.usage.catchUp();
+    } finally {
+      await store.close();
+    }
+    // Restored, opened: `pending` events wait for the fold; caught up, usage and inventory agree with the events.
+    const restored = async (pending: number, why: string) => {
+      copyFileSync(saved, derivedPath(path));
+      const opened = await openSqliteStore({ path });
+      try {
+        assert.equal((await opened.usage.lag()).pendingEvents, pending, why);
+        await opened.usage.catchUp();
+        await opened.inventory.catchUp();
+        await assertAgree(opened, tenantId);
+        await assertInventory(opened, tenantId);
+      } finally {
+        await opened.close();
+      }
+    };
+    await restored(30, 'kept: only the events past the copy wait');
+    // Now the copy is restored after the rows it lacks were applied and purged: it cannot catch up from the outbox.
+    await restored(129, 'made afresh: every event waits');
+  });
+
 });

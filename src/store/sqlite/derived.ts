@@ -90,8 +90,8 @@ ${schemaSql}
 INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
 INSERT INTO ${DERIVED}.derived_counters (name, value) SELECT name, value FROM main.counters WHERE name = 'usage_seq';
 DELETE FROM main.counters WHERE name = 'usage_seq';
--- Applied outbox rows were deleted: every row left is pending.
-INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('inventory_outbox_id', 0);
+-- Applied outbox rows were deleted: every row left is pending, those before the first were applied.
+INSERT INTO ${DERIVED}.derived_counters (name, value) SELECT 'inventory_outbox_id', coalesce(min(id) - 1, 0) FROM main.inventory_outbox;
 ${DERIVED_TABLES.map((t) => `INSERT INTO ${DERIVED}.${t} SELECT * FROM main.${t};\nDROP TABLE main.${t};`).join('\n')}
 ${OUTBOX_AUTOINCREMENT_SQL}
 `;
@@ -123,9 +123,10 @@ export function openDerived(db: Connection, eventsPath: string, moveVersion: num
 }
 
 /**
- * After the migrations: the derived file is kept if it belongs to this events file and is not ahead of
- * it (its usage cursor past the last seq, or its last outbox row applied past the last one made);
- * else (missing, another store's, or ahead) it is emptied and its cursors set to 0, so the catch-ups
+ * After the migrations: the derived file is kept if it belongs to this events file, is not ahead of
+ * it (its usage cursor past the last seq, or its last outbox row applied past the last one made), and
+ * the outbox rows it has not applied are all still there (an older copy than the events file may lack
+ * rows purged since); else it is emptied and its cursors set to 0, so the catch-ups
  * refill it from the events. Returns whether it was kept.
  */
 export function checkDerived(db: Connection, schemaSql: string): boolean {
@@ -138,7 +139,10 @@ export function checkDerived(db: Connection, schemaSql: string): boolean {
     const applied = counter('inventory_outbox_id');
     const eventSeq = db.prepare("SELECT value FROM main.counters WHERE name = 'event_seq'").pluck().get() as number;
     const lastOutboxRow = db.prepare("SELECT coalesce((SELECT seq FROM main.sqlite_sequence WHERE name = 'inventory_outbox'), 0)").pluck().get() as number;
-    return same && usageSeq !== undefined && usageSeq <= eventSeq && applied !== undefined && applied <= lastOutboxRow;
+    // Behind is fine while every outbox row past the last one it applied is still there: the purge deletes
+    // rows this file applied, so rows it did not apply are gone when it is an older copy than the database.
+    const firstOutboxRow = db.prepare('SELECT coalesce(min(id), ? + 1) FROM main.inventory_outbox').pluck().get(lastOutboxRow) as number;
+    return same && usageSeq !== undefined && usageSeq <= eventSeq && applied !== undefined && applied <= lastOutboxRow && applied + 1 >= firstOutboxRow;
   });
   if (kept.immediate()) return true;
   // The outbox first, in a transaction of its own (a transaction over both files is not atomic across
@@ -148,7 +152,9 @@ export function checkDerived(db: Connection, schemaSql: string): boolean {
     for (const table of db.prepare(`SELECT name FROM ${DERIVED}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'`).pluck().all() as string[]) db.exec(`DROP TABLE ${DERIVED}."${table}"`);
     db.exec(schemaSql);
     db.exec(`INSERT INTO ${DERIVED}.derived_owner (store_id) SELECT value FROM main.secrets WHERE name = 'store_id';
-INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('usage_seq', 0), ('inventory_outbox_id', 0);`);
+INSERT INTO ${DERIVED}.derived_counters (name, value) VALUES ('usage_seq', 0);
+-- The outbox just reseeded is all pending: the rows before it count as applied (none are left to apply).
+INSERT INTO ${DERIVED}.derived_counters (name, value) SELECT 'inventory_outbox_id', coalesce(min(id) - 1, (SELECT coalesce(max(seq), 0) FROM main.sqlite_sequence WHERE name = 'inventory_outbox')) FROM main.inventory_outbox;`);
   });
   reset.immediate();
   return false;
