@@ -397,4 +397,19 @@ describe('SQLite derived file', () => {
     await restored(129, 'made afresh: every event waits');
   });
 
+  it("two processes' inventory catch-ups at once (the server and `usage verify`) both succeed, each outbox row applied once", async () => {
+    const path = join(dir(), 'two-inventory.db');
+    await besideServer(path, 4000, derivedPath(path), async (server, cli, side) => {
+      const { tenantId } = await newTenant(server);
+      await ingest(server, tenantId, 60);
+      // Both wait for the derived file's write lock; each gets it in turn.
+      side.exec('BEGIN IMMEDIATE');
+      const both = Promise.all([server.inventory.catchUp(), cli.inventory.verify(tenantId)]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      side.exec('COMMIT');
+      const [, differences] = await both;
+      assert.deepEqual(differences, []);
+      await assertInventory(server, tenantId);
+    });
+  });
 });

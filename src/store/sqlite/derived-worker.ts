@@ -45,6 +45,9 @@ function prepare(db: Connection) {
     // it: another process's derived thread (`usage verify` or `rebuild` beside the server) may have
     // folded since this one last read it. The events file's lock is not taken.
     lockCursor: db.prepare("UPDATE main.derived_counters SET value = value WHERE name = 'usage_seq' RETURNING value").pluck(),
+    // The same for the inventory: its pending rows are read under the lock, not in a read transaction
+    // that could not wait for another process's catch-up and would fail once that one committed.
+    lockApplied: db.prepare("UPDATE main.derived_counters SET value = value WHERE name = 'inventory_outbox_id'"),
     rollback: db.prepare('ROLLBACK'),
     setUsageCursor: db.prepare("UPDATE main.derived_counters SET value = ? WHERE name = 'usage_seq'"),
     // A fold takes the seqs after the cursor up to the chunk's end.
@@ -188,6 +191,7 @@ class Derived {
     let result: string | null = null;
     try {
       s.begin.run();
+      s.lockApplied.run();
       if (op === 'catchUp') result = s.inventory.catchUp(upTo, this.data.catchUpSpan) ? INVENTORY_MORE : null;
       else {
         const newest = s.inventory.newest();
