@@ -225,6 +225,11 @@ class Derived {
     }
   }
 
+  open(): null {
+    this.#conn.open();
+    return null;
+  }
+
   close(): null {
     this.#conn.reset();
     return null;
@@ -233,6 +238,8 @@ class Derived {
 
 function handle(derived: Derived, request: DerivedRequest): WriterResult {
   switch (request.type) {
+    case 'open':
+      return derived.open();
     case 'foldUsage':
       return derived.foldUsage(request.upTo, request.sums);
     case 'rebuildUsage':

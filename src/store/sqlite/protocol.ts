@@ -51,6 +51,8 @@ export type DerivedCommand =
    * remain, else null.
    */
   | { type: 'foldUsage'; upTo: number | null; sums: SumsBatch | null }
+  /** Opens the thread's connection (both files attached), so that the thread and its connection exist from the store's open. */
+  | { type: 'open' }
   /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
   | { type: 'rebuildUsage'; tenantId: number | null; fromHour: number; toHour: number }
   /** Inventory work: apply the outbox, rebuild from the events, or compare with them (answers JSON). */

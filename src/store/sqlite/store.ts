@@ -202,6 +202,16 @@ export class SqliteStore implements Store {
     await this.#writer.request({ type: 'check' });
   }
 
+  /**
+   * Starts the derived thread with its connection now, not at the first fold: a derived file that cannot
+   * be opened fails the store's open, and the thread starts, as the writer does, before the server
+   * listens (a thread starts with the CPU affinity its starter has then; the bench pins the main thread
+   * to one core once the server listens).
+   */
+  async openDerived(): Promise<void> {
+    await this.#derived.request({ type: 'open' });
+  }
+
   /** SQLite is served by one process (more workers need PostgreSQL): while open, it owns the jobs. */
   async claimJobs(): Promise<boolean> {
     return !this.#closed;
@@ -285,6 +295,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   try {
     // Opens the writer's connection now, so a store that cannot write fails here rather than later.
     await store.checkWritable();
+    await store.openDerived();
   } catch (err) {
     await store.close();
     throw err;
