@@ -242,7 +242,7 @@ describe('SQLite derived file', () => {
     const backup = join(d, 'a-backup.db');
     const { tenantId, rows: early } = await filled(path, 100);
     copyFileSync(path, backup);
-    let store = await openSqliteStore({ path });
+    const store = await openSqliteStore({ path });
     try {
       await ingest(store, tenantId, 50, 100);
       await store.usage.catchUp();
