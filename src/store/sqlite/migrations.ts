@@ -219,8 +219,8 @@ export const MIGRATIONS: readonly Migration[] = [
   ...BEFORE_DERIVED,
   {
     version: DERIVED_MOVE_VERSION,
-    name: 'usage rollups and their cursor moved to the derived file',
-    // Folds then write a file of their own, on a thread of their own: commits never wait behind them.
+    name: 'usage rollups, object inventory and rebuild counts moved to the derived file',
+    // Folds and inventory catch-ups then write a file of their own, on a thread of their own: commits never wait behind them.
     sql: derivedMigrationSql(DERIVED_SCHEMA_SQL),
   },
 ];

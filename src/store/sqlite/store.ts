@@ -208,7 +208,7 @@ export class SqliteStore implements Store {
    * listens (a thread starts with the CPU affinity its starter has then; the bench pins the main thread
    * to one core once the server listens).
    */
-  async openDerived(): Promise<void> {
+  async startDerivedThread(): Promise<void> {
     await this.#derived.request({ type: 'open' });
   }
 
@@ -295,7 +295,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   try {
     // Opens the writer's connection now, so a store that cannot write fails here rather than later.
     await store.checkWritable();
-    await store.openDerived();
+    await store.startDerivedThread();
   } catch (err) {
     await store.close();
     throw err;
