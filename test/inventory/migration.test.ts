@@ -21,7 +21,8 @@ import type { NormalizedEvent } from '../../src/events/catalogue.js';
 import type { Store } from '../../src/store/types.js';
 import { columnRows } from '../../src/store/usage-columns.js';
 import { COARSE_SHAPES, STORAGE_SHAPES, WIDE_VALUE_COLUMNS, valueColumns } from '../../src/inventory/shapes.js';
-import { DROPPED_SHAPES, SHAPES, WIDE_MEASURE_COLUMNS } from '../../src/usage/shapes.js';
+import { DROPPED_SHAPES, GRAIN_HOURS, SHAPES, WIDE_MEASURE_COLUMNS } from '../../src/usage/shapes.js';
+import { MAX_RANGE_DAYS } from '../../src/usage/params.js';
 import { createShapeSql as createSqliteShapeSql } from '../../src/store/sqlite/usage-sql.js';
 import { createShapeSql as createPgShapeSql } from '../../src/store/postgres/usage-sql.js';
 import { highColumn } from '../../src/store/wide.js';
@@ -285,7 +286,12 @@ for (const backend of BACKENDS) {
       const day = Math.floor(T / 86400);
       const bounds = [T / 3600 - 1, T / 3600 + 1, T / 3600 + 3, T / 3600 + 24 * 400];
       const queries = STORAGE_SHAPES.map((shape) => ({ bounds, groupBy: [...shape.dimensions], filters: {} }));
-      const usage = SHAPES.map((shape) => ({ terms: [{ shape, spans: [{ window: 0, from: 0, to: 1_000_000, sign: 1 as const }] }], groupBy: [...shape.dimensions], filters: {} }));
+      // The longest range the API takes, from the day before the events; a wider one only adds empty pieces to scan.
+      const usage = SHAPES.map((shape) => {
+        const perDay = 24 / GRAIN_HOURS[shape.grain];
+        const span = { window: 0, from: (day - 1) * perDay, to: (day - 1 + MAX_RANGE_DAYS) * perDay, sign: 1 as const };
+        return { terms: [{ shape, spans: [span] }], groupBy: [...shape.dimensions], filters: {} };
+      });
       const read = async (store: Store, tenantId: number) => ({
         storage: await Promise.all(queries.map((q) => store.inventory.storage(tenantId, q))),
         usage: await Promise.all(usage.map(async (q) => columnRows(await store.usage.query(tenantId, q)))),
