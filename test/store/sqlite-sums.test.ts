@@ -191,7 +191,8 @@ describe('sqlite usage fold from the sums the writer kept', () => {
   it('folds from the events a commit the sums\' bound kept out, between two it summed', async () => {
     const temp = scratchDir('bm-sums-');
     const path = join(temp.dir, 'bucketmeter.db');
-    const open = () => openSqliteStore({ path, usageSumRows: 100 });
+    // c and d in transactions of their own (not merged into one).
+    const open = () => openSqliteStore({ path, usageSumRows: 100, maxGroupEvents: 20 });
     let store = await open();
     try {
       const tenantId = (await newTenant(store)).tenantId;
@@ -203,14 +204,85 @@ describe('sqlite usage fold from the sums the writer kept', () => {
       await store.close();
       store = await open();
       await commit('b', 2);
-      // Past the bound with b's sums: not summed.
-      await commit('c', 20);
-      // Within it again, but after c: not summed either.
-      await commit('d', 2);
+      // c: past the bound with b's sums, not summed (the writer asks for a fold). d: sent with it, so
+      // queued before that fold takes the sums: within the bound again, but after c, not summed either.
+      await Promise.all([commit('c', 20), commit('d', 2)]);
       await assertFoldedAsRebuilt(store, path, new Map());
     } finally {
       await store.close();
       await temp.remove();
     }
   });
+  it('folds the events after a commit that stored nothing (every event resent), then one not summed', async () => {
+    const temp = scratchDir('bm-sums-');
+    const path = join(temp.dir, 'bucketmeter.db');
+    const store = await openSqliteStore({ path });
+    try {
+      const tenantId = (await newTenant(store)).tenantId;
+      const commit = (events: NormalizedEvent[]) => store.commit({ events: events.map((event) => ({ tenantId, receivedAt: T + DAYS * 86400, event })), quarantine: [] });
+      const two = [0, 1].map((i) => event({ tenant: 0, second: i, kind: 'GetObject', bytes: 10, billable: true, customer: 0, feature: 0, client: 0, id: i }, 'r'));
+      await commit(two);
+      await store.usage.catchUp();
+      const resent = await commit(two);
+      assert.ok(resent.every((outcome) => outcome.duplicate));
+      await store.usage.catchUp();
+      // Past 2^53 bytes: not summed, folded from the events (520 × (2^44 - 1)).
+      await commit(Array.from({ length: 520 }, (_, i) => event({ tenant: 0, second: 7200, kind: 'GetObject', bytes: MAX_EVENT_BYTES - 1, billable: true, customer: 1, feature: undefined, client: 1, id: undefined }, `h${i}`)));
+      let timer: NodeJS.Timeout | undefined;
+      const stuck = new Promise<'stuck'>((done) => {
+        timer = setTimeout(() => done('stuck'), 10_000);
+      });
+      assert.equal(await Promise.race([store.usage.catchUp(), stuck]), undefined, 'the fold reached the last seq stored');
+      clearTimeout(timer);
+      await assertFoldedAsRebuilt(store, path, new Map());
+    } finally {
+      await store.close();
+      await temp.remove();
+    }
+  });
+  it('folds at once, with no catch-up, the sums past a quarter of their bound, each event once', async () => {
+    // A fold asked past 100 rows. Each event its own hour and customer: a row of its own in five
+    // shapes of six, six at most; 22 events are within the bound (summed), and past 100 rows.
+    await foldedAtOnce(400, (i) => ({ tenant: 0, second: i * 3600, kind: 'GetObject', bytes: 100 + i, billable: true, customer: i, feature: 0, client: 0, id: undefined }));
+  });
+  it('folds at once, with no catch-up, the sums before a commit their bound kept out', async () => {
+    // A fold asked past 25 rows: the first 2 events stay below it, and the 20 after them would pass the bound.
+    await foldedAtOnce(100, (i) => ({ tenant: 0, second: (i % 20) * 3600, kind: 'PutObject', bytes: 7 + i, billable: false, customer: i % 5, feature: 1, client: 2, id: i }));
+  });
 });
+
+/**
+ * Commits 2 events (12 rows at most: no fold asked), then 20 more, `event(i)` the i-th: folded, with
+ * nothing here asking for a fold, to the rows a rebuild gives.
+ */
+async function foldedAtOnce(usageSumRows: number, ev: (i: number) => Ev): Promise<void> {
+  const temp = scratchDir('bm-sums-');
+  const path = join(temp.dir, 'bucketmeter.db');
+  const store = await openSqliteStore({ path, usageSumRows });
+  try {
+    const tenantId = (await newTenant(store)).tenantId;
+    let n = 0;
+    const commit = (count: number) => {
+      const events = Array.from({ length: count }, () => event(ev(n++), 'e'));
+      return store.commit({ events: events.map((e) => ({ tenantId, receivedAt: T + DAYS * 86400, event: e })), quarantine: [] });
+    };
+    await commit(2);
+    await new Promise((done) => setTimeout(done, 300));
+    assert.equal((await store.usage.lag()).pendingEvents, 2, 'nothing folded below the threshold');
+    await commit(20);
+    await waitFolded(store);
+    await assertFoldedAsRebuilt(store, path, new Map());
+  } finally {
+    await store.close();
+    await temp.remove();
+  }
+}
+
+/** Until every stored event is folded (at most 10 s): the store's own fold, as nothing here asks for one. */
+async function waitFolded(store: Store): Promise<void> {
+  const until = Date.now() + 10_000;
+  while ((await store.usage.lag()).pendingEvents !== 0) {
+    assert.ok(Date.now() < until, 'the events were folded without a catch-up');
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}

@@ -30,8 +30,11 @@ const FOLD_CHUNK_EVENTS = 10_000;
 /** Least time between two deletes of applied outbox rows (each a write transaction of the events file). */
 const PURGE_MS = 5000;
 
-/** Most rows of sums the derived thread keeps (~100 bytes each): a few of the writer's batches. */
-const KEPT_SUM_ROWS = 4 * MAX_SUM_ROWS;
+/**
+ * Most rows of sums the derived thread keeps (~100 bytes each): as many as the writer may hold, a few
+ * of its batches (it asks for a fold at a quarter of that).
+ */
+const KEPT_SUM_ROWS = MAX_SUM_ROWS;
 
 function prepare(db: Connection) {
   db.exec(CREATE_STAGE);
@@ -82,18 +85,18 @@ class Derived {
   }
 
   /**
-   * Folds past the usage cursor, up to seq `upTo` (the last seq stored when null): the sums received
+   * Folds past the usage cursor, up to seq `upTo` (at most the last seq stored): the sums received
    * that start at the cursor (all of them that follow on, however far past the goal: their events
    * are committed), else the events up to the next sums received, at most FOLD_CHUNK_EVENTS of them.
    * The rollups and the cursor move in one transaction: a crash leaves both or neither. Returns the
    * goal while some seqs before it remain, null once the cursor has reached it.
    */
-  foldUsage(upTo: number | null, sums: SumsBatch | null): number | null {
+  foldUsage(upTo: number, sums: SumsBatch | null): number | null {
     // The bench's "usage off": nothing is folded, as nothing was counted.
     if (this.data.usage === false) return null;
     if (sums !== null) this.#keep(sums);
     const s = this.#conn.open();
-    const goal = Math.min(upTo ?? Infinity, s.lastSeq.get() as number);
+    const goal = Math.min(upTo, s.lastSeq.get() as number);
     // Nothing to fold (a read's usual case): no lock, no transaction.
     if (!this.#pending(s.usageCursor.get() as number, goal)) return null;
     let to: number;

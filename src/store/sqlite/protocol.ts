@@ -37,7 +37,7 @@ export type WriterCommand =
   | { type: 'purgeQuarantine'; before: number }
   /** The durability settings in effect on the writer's connection. */
   | { type: 'settings' }
-  /** The writer's usage sums, handed over (null: none kept). */
+  /** The writer's usage sums, handed over, and the last seq stored (TakenSums). */
   | { type: 'takeSums' }
   | { type: 'close' };
 
@@ -47,10 +47,9 @@ export type WriterRequest = WriterCommand & { id: number };
 export type DerivedCommand =
   /**
    * Folds the writer's sums given (kept until the cursor reaches them), or the next chunk of events
-   * past the usage cursor, up to seq upTo (the last stored when null); answers upTo while more
-   * remain, else null.
+   * past the usage cursor, up to seq upTo; answers upTo while more remain, else null.
    */
-  | { type: 'foldUsage'; upTo: number | null; sums: SumsBatch | null }
+  | { type: 'foldUsage'; upTo: number; sums: SumsBatch | null }
   /** Opens the thread's connection (both files attached), so that the thread and its connection exist from the store's open. */
   | { type: 'open' }
   /** Recomputes the usage rollups of hours [fromHour, toHour) from the events (all tenants when null). */
@@ -62,16 +61,23 @@ export type DerivedCommand =
 
 export type DerivedRequest = DerivedCommand & { id: number };
 
+/** The writer's sums (null: none kept) and the last seq stored when it handed them over: a fold's goal. */
+export interface TakenSums {
+  sums: SumsBatch | null;
+  stored: number;
+}
+
 export type WriterResult =
   /** Per event of the unit: its seq, or 0 for a duplicate. */
   | Float64Array<ArrayBuffer>
   | number
-  | SumsBatch
+  | TakenSums
   | ConnectionSettings
   /** The inventory's verify: its differences as JSON. */
   | string
   | null;
 
 export type WriterResponse =
-  | { id: number; ok: true; result: WriterResult }
+  /** `foldSums`: the writer's usage sums are due for a fold (PendingSums.foldDue), on a commit's answer. */
+  | { id: number; ok: true; result: WriterResult; foldSums?: true }
   | { id: number; ok: false; error: { message: string; code: string | undefined } };

@@ -17,9 +17,8 @@ import { migrate } from './migrate.js';
 import { DERIVED_MOVE_VERSION, DERIVED_SCHEMA_SQL, MIGRATIONS } from './migrations.js';
 import { checkDerived, openDerived } from './derived.js';
 import { APPLIED_OUTBOX_ROW } from './inventory.js';
-import type { DerivedCommand, DerivedData } from './protocol.js';
+import type { DerivedCommand, DerivedData, TakenSums } from './protocol.js';
 import { batchBuffers } from './usage-sums.js';
-import type { SumsBatch } from './usage-sums.js';
 import { QuarantineReader } from './quarantine.js';
 import { ReadBudget, epochNow } from './read-budget.js';
 import { byDeadline } from '../deadline.js';
@@ -51,7 +50,7 @@ export interface SqliteStoreOptions {
   foldBeforeReadMs?: number;
   /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
   catchUpSpan?: number;
-  /** Tests only: most rows of usage sums the writer keeps before it folds them (default MAX_SUM_ROWS). */
+  /** Tests only: most rows of usage sums the writer keeps (default MAX_SUM_ROWS; it asks for a fold at a quarter of them). */
   usageSumRows?: number;
 }
 
@@ -97,16 +96,24 @@ export class SqliteStore implements Store {
     };
     // Folds on the derived thread, a step per request: the writer's sums (taken from it, a message
     // between commits), or a chunk of the events they do not cover. Commits never wait for a fold.
-    // The first answer fixes the goal: the last seq stored when the catch-up began. A read gives up
-    // at its deadline.
+    // The first take fixes the goal: the last seq stored then, which its sums reach when they cover
+    // the run since the last take (one step; a goal read later, with commits gone on meanwhile, took
+    // a second fold of nearly as many keys). A read gives up at its deadline.
     const foldUsage = async (deadline = Infinity) => {
-      let upTo: number | null = null;
-      do {
-        if (upTo !== null && epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${upTo} committed before this read are still being folded into the rollups`);
-        const sums = (await this.#writer.request({ type: 'takeSums' })) as SumsBatch | null;
-        upTo = (await this.#derived.request({ type: 'foldUsage', upTo, sums }, sums === null ? [] : batchBuffers(sums))) as number | null;
-      } while (upTo !== null);
+      let goal: number | undefined;
+      for (;;) {
+        const { sums, stored } = (await this.#writer.request({ type: 'takeSums' })) as TakenSums;
+        goal ??= stored;
+        const more = await this.#derived.request({ type: 'foldUsage', upTo: goal, sums }, sums === null ? [] : batchBuffers(sums));
+        if (more === null) return;
+        if (epochNow() > deadline) throw new FoldBacklogError(`events up to seq ${goal} committed before this read are still being folded into the rollups`);
+      }
     };
+    // The writer's sums past their fold threshold (or a commit it could not sum): folded now, not at
+    // the next catch-up, so that the sums never stop short of their bound and leave commits to the
+    // slower fold from the events. Asked once per run of sums. A failure is left to the catch-up,
+    // which retries and reports it (and a read folds first anyway).
+    this.#writer.onFoldSums = () => void foldUsage().catch(() => {});
     const usageLag = db.prepare(`SELECT (SELECT value FROM counters WHERE name = 'event_seq') - (SELECT value FROM derived_counters WHERE name = 'usage_seq'),
       coalesce(unixepoch() - (SELECT timestamp + received_after FROM events WHERE ${UNFOLDED} ORDER BY seq LIMIT 1), 0)`).raw(true);
     // On reader threads: an answer over months of rollups must not hold the event loop. Each read

@@ -11,11 +11,10 @@ import type { Connection, ConnectionSettings } from './connection.js';
 import { FIELD_COLUMNS, PackedEvent } from './layout.js';
 import type { PackedUnit } from './layout.js';
 import { ObjectKeyIds, objectKeyHash, prepareObjectKeys } from './object-keys.js';
-import type { WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
+import type { TakenSums, WriterData, WriterRequest, WriterResponse, WriterResult } from './protocol.js';
 import { SHAPES } from '../../usage/shapes.js';
 import { UPSERT_RECEIPTS } from './usage-sql.js';
 import { PendingSums, batchBuffers } from './usage-sums.js';
-import type { SumsBatch } from './usage-sums.js';
 import { OUTBOX_ROW } from './inventory.js';
 import { INVENTORY_ACTION_CODES } from '../../inventory/rows.js';
 
@@ -269,9 +268,18 @@ class Writer {
     }
   }
 
-  /** The usage sums kept since the last take (null: none), for the derived thread to fold. */
-  takeSums(): SumsBatch | null {
-    return this.#sums.take();
+  /**
+   * The usage sums kept since the last take, for the derived thread to fold, and the last seq stored:
+   * the sums cover up to it when they cover the run since the last take, so a fold to it is one step.
+   */
+  takeSums(): TakenSums {
+    const s = this.#conn.open();
+    return { sums: this.#sums.take(), stored: s.lastSeq.get() as number };
+  }
+
+  /** Whether to ask the store for a fold of the sums now (once per run of them). */
+  foldDue(): boolean {
+    return this.#sums.foldDue();
   }
 
   purgeQuarantine(before: number): number {
@@ -392,10 +400,10 @@ const port = parentPort!;
 const data = workerData as WriterData;
 const writer = new Writer(data);
 
-function answer(id: number, run: () => WriterResult): void {
+function answer(id: number, run: () => WriterResult, foldSums = false): void {
   let response: WriterResponse;
   try {
-    response = { id, ok: true, result: run() };
+    response = { id, ok: true, result: run(), ...(foldSums ? { foldSums: true as const } : {}) };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     response = { id, ok: false, error: { message, code: sqliteCode(err) } };
@@ -407,7 +415,7 @@ function answer(id: number, run: () => WriterResult): void {
 function transferOf(response: WriterResponse): ArrayBuffer[] {
   if (!response.ok || response.result === null || typeof response.result !== 'object') return [];
   if (response.result instanceof Float64Array) return [response.result.buffer];
-  return 'shapes' in response.result ? batchBuffers(response.result) : [];
+  return 'stored' in response.result && response.result.sums !== null ? batchBuffers(response.result.sums) : [];
 }
 
 /** The group's units committed together; each request is answered with its own seqs, or the shared failure. */
@@ -419,11 +427,17 @@ function commitGroup(group: CommitRequest[]): void {
   } catch (err) {
     failure = err;
   }
+  // Asked on the group's first answer: the store starts a fold at once rather than at its next timer.
+  const foldSums = writer.foldDue();
   for (const [i, request] of group.entries()) {
-    answer(request.id, () => {
-      if (seqs === undefined) throw failure;
-      return seqs[i]!;
-    });
+    answer(
+      request.id,
+      () => {
+        if (seqs === undefined) throw failure;
+        return seqs[i]!;
+      },
+      foldSums && i === 0,
+    );
   }
 }
 

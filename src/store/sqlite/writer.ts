@@ -35,6 +35,8 @@ export class WriterThread<C extends { type: string } = WriterCommand> {
   #thread: Thread | undefined;
   #nextId = 1;
   #closed = false;
+  /** Called when an answer says the writer's usage sums are due for a fold (set by the store). */
+  onFoldSums: (() => void) | undefined;
 
   constructor(
     private readonly data: WriterData | DerivedData,
@@ -95,6 +97,7 @@ export class WriterThread<C extends { type: string } = WriterCommand> {
       thread.pending.delete(response.id);
       if (thread.pending.size === 0 && !this.#closed) worker.unref();
       if (response.ok) {
+        if (response.foldSums === true) this.onFoldSums?.();
         pending.resolve(response.result);
       } else {
         const cause = new SqliteWriteError(response.error.message, response.error.code);
