@@ -135,7 +135,9 @@ export class SqliteStore implements Store {
       lag: () =>
         this.#run('usage lag', () => {
           const [pendingEvents, oldestSeconds] = usageLag.get() as [number, number];
-          return { pendingEvents, oldestSeconds: Math.max(0, oldestSeconds) };
+          // The two counters are read from two files' snapshots, taken one after the other: a fold that
+          // commits between them can put the cursor past the event seq read first.
+          return { pendingEvents: Math.max(0, pendingEvents), oldestSeconds: Math.max(0, oldestSeconds) };
         }),
       // On the derived thread, between folds: no fold can interleave with the delete and refill.
       rebuild: async (tenantId: number | null, fromHour: number, toHour: number) => {
