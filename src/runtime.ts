@@ -235,12 +235,12 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   await purge();
   const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
   // Derived data, kept up by the job owner in the background so that reads seldom have much to fold
-  // or apply first. Usage folds cost in proportion to the events committed since the last one, so
-  // they run four times a second: they keep up with any ingest the writer can take along with them (the
-  // bench measures the drain after a burst). An inventory catch-up replays the events since the
-  // earliest pending timestamp (late events widen that), so the next one waits ten times as long as
-  // it took (at least a second): the writer spends at most about a tenth of its time on it, and a
-  // read applies whatever is pending itself.
+  // or apply first. The usage catch-up is called four times a second; a fold costs per rollup row it
+  // writes, so a store may fold less often while it is committing (PostgreSQL: at most once a second,
+  // `background`), and SQLite's writer also asks for a fold when its sums fill. An inventory catch-up
+  // replays the events since the earliest pending timestamp (late events widen that), so the next one
+  // waits ten times as long as it took (at least a second): it takes at most about a tenth of the
+  // thread that runs it, and a read applies whatever is pending itself.
   let catchUpTimer: NodeJS.Timeout | undefined;
   let stopping = false;
   let inventoryDue = 0;
@@ -249,7 +249,7 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   const inventoryFailed = throttledWarn(logger);
   const catchUp = async () => {
     if (await store.claimJobs().catch(() => false)) {
-      await store.usage.catchUp().catch((err: unknown) => usageFailed.warn({ err }, 'usage catch-up failed; will retry'));
+      await store.usage.catchUp({ background: true }).catch((err: unknown) => usageFailed.warn({ err }, 'usage catch-up failed; will retry'));
       if (performance.now() >= inventoryDue) {
         const started = performance.now();
         await store.inventory.catchUp().catch((err: unknown) => inventoryFailed.warn({ err }, 'inventory catch-up failed; will retry'));

@@ -371,8 +371,12 @@ export interface UsageStore {
    * Counts a rebuild of the tenant (of every tenant when null: DataVersion.rebuilds) in the same transaction.
    */
   rebuild(tenantId: number | null, fromHour: number, toHour: number): Promise<void>;
-  /** Folds every event committed before the call into the rollups; safe from any process (one at a time). */
-  catchUp(): Promise<void>;
+  /**
+   * Folds every event committed before the call into the rollups; safe from any process (one at a time).
+   * `background`: the job owner's periodic call, which a store may pass while it is still committing
+   * (PostgreSQL: usage-fold.ts BUSY_FOLD_MS); reads fold first, so their answers stay exact.
+   */
+  catchUp(options?: { background?: boolean }): Promise<void>;
   lag(): Promise<UsageLag>;
 }
 

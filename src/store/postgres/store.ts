@@ -350,6 +350,8 @@ export class PostgresStore implements Store {
   private readonly dictionary: Dictionary;
   /** Every read given a signal by the HTTP layer goes through these, and is counted here. */
   private readonly cancellable: CancellableReads;
+  /** When this process last committed events (performance.now()): the background fold waits while it does. */
+  private committedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly pool: Pool,
@@ -371,7 +373,7 @@ export class PostgresStore implements Store {
     this.quarantine = new PostgresQuarantineStore(pool);
     this.cancellable = new CancellableReads(pool);
     const reads = new PostgresUsageReads(pool, guarded, this.cancellable);
-    const fold = new PostgresUsageFold(pool, guarded);
+    const fold = new PostgresUsageFold(pool, guarded, () => this.committedAt);
     // Every read folds what is pending first, so it sees every event committed before it.
     this.usage = {
       query: async (tenantId, query, signal) => {
@@ -387,7 +389,7 @@ export class PostgresStore implements Store {
         return reads.reconcile(tenantId, fromDay, toDay, signal);
       },
       rebuild: (tenantId, fromHour, toHour) => fold.rebuild(tenantId, fromHour, toHour),
-      catchUp: () => fold.catchUp(),
+      catchUp: (options) => (options?.background === true ? fold.background() : fold.catchUp()),
       lag: () => fold.lag(),
     };
     this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable, catchUpSpan);
@@ -417,6 +419,7 @@ export class PostgresStore implements Store {
       try {
         const ids = await this.dictIds(encoder.values);
         await this.runCommit(unit, encoder, ids, seqs);
+        this.committedAt = performance.now();
       } catch (err) {
         throw unavailable(err);
       }

@@ -25,14 +25,44 @@ const LOCK_USAGE = 6;
  */
 export const FOLD_CHUNK_EVENTS = 100_000;
 
+/**
+ * While this process commits, the job owner's background fold runs at most this often. A fold costs
+ * per rollup row it writes, and under steady ingest the rows grow slower than the events (the
+ * client×day and feature×day shapes take about a row per event in 2,400 single events, 6,600 rows in
+ * 8,000 of a batch): on the bench machine a fold took 29 µs of PostgreSQL CPU per event every 600 single
+ * events (250 ms of them) and 19.5 every 2,400; 15.1 every 7,500 batch events and 11.4 every 30,000.
+ * A read folds what is pending first: it pays for at most this much of them.
+ */
+export const BUSY_FOLD_MS = 1000;
+/** No commit of this process for this long: ingest has paused, and the next background call folds. */
+export const IDLE_MS = 50;
+
 /** Beyond any outbox id. */
 const ALL = '9223372036854775807';
 
 export class PostgresUsageFold {
+  /** When the background fold last began (performance.now()). */
+  #backgroundAt = Number.NEGATIVE_INFINITY;
+
   constructor(
     private readonly pool: Pool,
     private readonly guarded: <T>(run: () => Promise<T>) => Promise<T>,
+    /** When this process last committed events (performance.now()). */
+    private readonly committedAt: () => number = () => Number.NEGATIVE_INFINITY,
   ) {}
+
+  /**
+   * The job owner's periodic call: catchUp, except while this process is still committing, where
+   * the fold waits until BUSY_FOLD_MS after the last one. When commits pause it folds at once, so the
+   * rollups catch up as soon as ingest stops; on a node that commits nothing (its job owner takes no
+   * traffic) it folds at every call, as before.
+   */
+  async background(): Promise<void> {
+    const now = performance.now();
+    if (now - this.committedAt() < IDLE_MS && now - this.#backgroundAt < BUSY_FOLD_MS) return;
+    this.#backgroundAt = now;
+    await this.catchUp();
+  }
 
   /**
    * Folds every outbox row committed before the call (and any others the folds meet on the way), a
