@@ -28,6 +28,7 @@ import type {
   InventoryDifference, InventoryEntryRecord, InventoryLag, InventoryStore, ObjectsStoreQuery, StorageDeltaRow, StorageFeed, StorageInterval,
   StorageIntervalFilter, StorageKey, StorageStoreQuery, StorageWindowSums,
 } from '../types.js';
+import { intArray, textArray } from './arrays.js';
 import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
@@ -71,8 +72,6 @@ const NODE_CODE: Record<string, number> = { k: 0, u: 1, b: 2 };
 const KEYS_JOIN = 'inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, o, f) ON i.bucket = k.b AND i.object_key = k.o';
 const nodeName = (n: string) => (n[0] === 'b' ? '' : splitKey(n.slice(1))[1]);
 type EventRow = [string, string, number, number, number, number, number, number, number | null, string | null, string | null, string | null, string | null, number | null, string | null, string | null];
-
-const enc = (v: string | undefined) => (v === undefined ? undefined : toPgText(v));
 
 export class PostgresInventory implements InventoryStore, StorageFeed {
   constructor(
@@ -126,12 +125,13 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
         const span = await this.#read(c, tenant, `${EVENTS_SQL} AND seq >= $2 AND seq <= $3`, [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))]);
         const fresh = new Map([...span].filter(([seq]) => isNew(seq)));
         const names = this.#names(c);
-        await this.#log(c, tenant, fresh, names);
         const closure = new Closure();
         for (const [seq, e] of fresh) closure.add(seq, e, true);
+        // Logged after the closure's reads of the log: they need not find the new events, all in it from the start.
         await this.#close(c, tenant, closure, names);
+        await this.#log(c, tenant, fresh, names);
         await this.#recompute(c, tenant, closure);
-        await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [ids]);
+        await c.query('DELETE FROM inventory_outbox WHERE id = ANY($1::bigint[])', [intArray(ids)]);
       }
       return (await c.query('SELECT 1 FROM inventory_outbox WHERE id <= $1 LIMIT 1', [upTo])).rows.length > 0;
     });
@@ -403,7 +403,6 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         eventId: r[14] === null ? serverEventId(BigInt(r[0])) : fromPgText(r[14]),
         bucket: String(r[8]),
         attribution: attribution(r[3], r[4], r[5], r[6], r[7]),
-        ...restFields(r[15]),
       };
       // Strings as the events table stores them (toPgText), so rest fields compare with columns.
       if (r[9] !== null) e.objectKey = r[9];
@@ -411,12 +410,15 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
       if (r[11] !== null) e.uploadId = r[11];
       if (r[12] !== null) e.bytes = Number(r[12]);
       if (r[13] !== null) e.partNumber = r[13];
-      e.hardDeletedVersionId = enc(e.hardDeletedVersionId);
-      e.resultingDeleteMarkerVersionId = enc(e.resultingDeleteMarkerVersionId);
-      if (e.hardDeletedVersionId === undefined) delete e.hardDeletedVersionId;
-      if (e.resultingDeleteMarkerVersionId === undefined) delete e.resultingDeleteMarkerVersionId;
-      if (e.deletedObjects !== undefined) {
-        e.deletedObjects = e.deletedObjects.map((d) => ({
+      // Fields only set, never set and deleted: a deleted property turns the object into a slow
+      // dictionary one, and the replay reads every event's fields many times.
+      const rest = restFields(r[15]);
+      if (rest.copySource !== undefined) e.copySource = rest.copySource;
+      if (rest.hardDeletedVersionId !== undefined) e.hardDeletedVersionId = toPgText(rest.hardDeletedVersionId);
+      if (rest.resultingDeleteMarkerVersionId !== undefined) e.resultingDeleteMarkerVersionId = toPgText(rest.resultingDeleteMarkerVersionId);
+      if (rest.force !== undefined) e.force = rest.force;
+      if (rest.deletedObjects !== undefined) {
+        e.deletedObjects = rest.deletedObjects.map((d) => ({
           objectKey: toPgText(d.objectKey),
           ...(d.hardDeletedVersionId === undefined ? {} : { hardDeletedVersionId: toPgText(d.hardDeletedVersionId) }),
           ...(d.resultingDeleteMarkerVersionId === undefined ? {} : { resultingDeleteMarkerVersionId: toPgText(d.resultingDeleteMarkerVersionId) }),
@@ -444,7 +446,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     return async (buckets) => {
       const ids = [...new Set(buckets.filter((b) => !b.startsWith('?') && !names.has(b)))];
       if (ids.length > 0) {
-        const { rows } = await c.query<{ id: number; value: string }>('SELECT id, value FROM dict WHERE id = ANY($1::integer[])', [ids.map(Number)]);
+        const { rows } = await c.query<{ id: number; value: string }>('SELECT id, value FROM dict WHERE id = ANY($1::integer[])', [intArray(ids)]);
         for (const r of rows) names.set(String(r.id), r.value);
       }
       return buckets.map((b) => (b.startsWith('?') ? toPgText(b.slice(1)) : names.get(b)!));
@@ -466,7 +468,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     await c.query(
       `INSERT INTO inventory_log (tenant, bucket, node, name, ts, seq) SELECT $1, * FROM unnest($2::text[], $3::smallint[], $4::text[], $5::bigint[], $6::bigint[])
        ON CONFLICT DO NOTHING`,
-      [tenant, await names(nodes.map(nodeBucket)), nodes.map((n) => NODE_CODE[n[0]!]), nodes.map(nodeName), ts, seqs],
+      [tenant, textArray(await names(nodes.map(nodeBucket))), intArray(nodes.map((n) => NODE_CODE[n[0]!]!)), textArray(nodes.map(nodeName)), intArray(ts), intArray(seqs)],
     );
   }
 
@@ -479,7 +481,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         const { rows } = await c.query<[string]>({
           text: `SELECT DISTINCT l.seq FROM inventory_log l JOIN unnest($2::text[], $3::smallint[], $4::text[], $5::bigint[]) AS n(b, k, m, f)
             ON l.bucket = n.b AND l.node = n.k AND l.name = n.m AND l.ts >= n.f WHERE l.tenant = $1`,
-          values: [tenant, await names(nodes.map(nodeBucket)), nodes.map((n) => NODE_CODE[n[0]!]), nodes.map(nodeName), step.nodes.map(([, f]) => f)],
+          values: [tenant, textArray(await names(nodes.map(nodeBucket))), intArray(nodes.map((n) => NODE_CODE[n[0]!]!)), textArray(nodes.map(nodeName)), intArray(step.nodes.map(([, f]) => f))],
           rowMode: 'array',
         });
         for (const [seq] of rows) seqs.add(seq);
@@ -488,7 +490,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
           // Made before k.f is tested here: in SQL, PostgreSQL reads the key's entries by start instead.
           const uploads = await c.query<[number, string, string, string]>({
             text: aliveAtSql('i.bucket, i.upload_id, k.f, i.started', KEYS_JOIN, '3'),
-            values: [tenant, keys.map(([b]) => Number(b)), keys.map(([, o]) => o), keys.map(([, , f]) => f)],
+            values: [tenant, intArray(keys.map(([b]) => b)), textArray(keys.map(([, o]) => o)), intArray(keys.map(([, , f]) => f))],
             rowMode: 'array',
           });
           for (const [bucket, uploadId, f, started] of uploads.rows) if (Number(started) < Number(f)) closure.uploadAt(`${bucket}\u0000${uploadId}`, Number(f));
@@ -497,7 +499,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
       if (step.buckets.length > 0) {
         const { rows } = await c.query<[string]>({
           text: `SELECT DISTINCT l.seq FROM inventory_log l JOIN unnest($2::text[], $3::bigint[]) AS n(b, f) ON l.bucket = n.b AND l.ts >= n.f WHERE l.tenant = $1`,
-          values: [tenant, await names(step.buckets.map(([b]) => b)), step.buckets.map(([, f]) => f)],
+          values: [tenant, textArray(await names(step.buckets.map(([b]) => b))), intArray(step.buckets.map(([, f]) => f))],
           rowMode: 'array',
         });
         for (const [seq] of rows) seqs.add(seq);
@@ -507,14 +509,14 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
         const keys = await c.query<[number, string, string, string]>({
           text: `SELECT i.bucket, i.upload_id, i.object_key, k.t FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, u, t) ON i.bucket = k.b AND i.upload_id = k.u
             WHERE i.tenant = $1 AND i.kind = 3 AND i.started <= k.t`,
-          values: [tenant, pairs.map(([b]) => Number(b)), pairs.map(([, u]) => u), pairs.map(([, , t]) => t)],
+          values: [tenant, intArray(pairs.map(([b]) => b)), textArray(pairs.map(([, u]) => u)), intArray(pairs.map(([, , t]) => t))],
           rowMode: 'array',
         });
         for (const [bucket, uploadId, key, at] of keys.rows) closure.uploadKey(`${bucket}\u0000${uploadId}`, key, Number(at));
       }
       const wanted = [...seqs].filter((seq) => !closure.events.has(Number(seq)));
       if (wanted.length > 0) {
-        for (const [seq, e] of await this.#read(c, tenant, `${EVENTS_SQL} AND seq = ANY($2::bigint[])`, [wanted])) closure.add(seq, e, false);
+        for (const [seq, e] of await this.#read(c, tenant, `${EVENTS_SQL} AND seq = ANY($2::bigint[])`, [intArray(wanted)])) closure.add(seq, e, false);
       }
     }
   }
@@ -544,19 +546,19 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
     };
     const [kb, kk, kf] = of('k');
     if (kb.length > 0) {
-      add(await q(aliveAtSql(cols, KEYS_JOIN, '0, 1'), [tenant, kb, kk, kf]));
+      add(await q(aliveAtSql(cols, KEYS_JOIN, '0, 1'), [tenant, intArray(kb), textArray(kk), intArray(kf)]));
     }
     const [ub, uu, uf] = of('u');
     if (ub.length > 0) {
       add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::text[], $4::bigint[]) AS k(b, u, f) ON i.bucket = k.b AND i.upload_id = k.u
-        WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.kind IN (2, 3) ${relevant}`, [tenant, ub, uu, uf]));
+        WHERE i.tenant = $1 AND i.upload_id IS NOT NULL AND i.kind IN (2, 3) ${relevant}`, [tenant, intArray(ub), textArray(uu), intArray(uf)]));
     }
     if (closure.buckets.size > 0) {
       const buckets = [...closure.buckets];
       add(await q(`SELECT ${cols} FROM inventory i JOIN unnest($2::integer[], $3::bigint[]) AS k(b, f) ON i.bucket = k.b WHERE i.tenant = $1 ${relevant}`, [
         tenant,
-        buckets.map(([b]) => Number(b)),
-        buckets.map(([, f]) => f),
+        intArray(buckets.map(([b]) => b)),
+        intArray(buckets.map(([, f]) => f)),
       ]));
     }
     await this.#write(c, tenant, redo([...found.values()].map(entryOf), [...closure.events.values()], closure));
@@ -564,12 +566,12 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
 
   async #write(c: PoolClient, tenant: number, change: ReturnType<typeof redo>): Promise<void> {
     const { removed, ended, made, deltas } = change;
-    if (removed.length > 0) await c.query('DELETE FROM inventory WHERE id = ANY($1::bigint[])', [removed]);
+    if (removed.length > 0) await c.query('DELETE FROM inventory WHERE id = ANY($1::bigint[])', [intArray(removed)]);
     if (ended.length > 0) {
       await c.query('UPDATE inventory i SET ended = u.e, ended_by = u.b FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS u(id, e, b) WHERE i.id = u.id', [
-        ended.map((e) => e.id),
-        ended.map((e) => e.end),
-        ended.map((e) => e.endedBy),
+        intArray(ended.map((e) => e.id!)),
+        intArray(ended.map((e) => e.end)),
+        textArray(ended.map((e) => e.endedBy)),
       ]);
     }
     if (made.length > 0) {
@@ -579,23 +581,23 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
          SELECT * FROM unnest($1::smallint[], $2::integer[], $3::text[], $4::text[], $5::text[], $6::integer[], $7::bigint[], $8::bigint[], $9::text[], $10::smallint[],
            $11::integer[], $12::integer[], $13::integer[], $14::integer[], $15::integer[], $16::bigint[], $17::text[])`.replace('INSERT INTO inventory (', `INSERT INTO inventory (tenant, `).replace('SELECT * FROM', `SELECT ${tenant}, * FROM`),
         [
-          col((e) => KIND_CODE[e.kind]),
-          col((e) => Number(e.bucket)),
-          col((e) => e.objectKey),
-          col((e) => e.versionId),
-          col((e) => e.uploadId),
-          col((e) => e.partNumber),
-          col((e) => e.size?.toString() ?? null),
-          col((e) => e.start),
-          col((e) => e.createdBy),
-          col((e) => KINDS[e.action].code),
-          col((e) => e.attribution.provider),
-          col((e) => e.attribution.customer),
-          col((e) => e.attribution.feature),
-          col((e) => e.attribution.clientType),
-          col((e) => e.attribution.clientId),
-          col((e) => e.end),
-          col((e) => e.endedBy),
+          intArray(col((e) => KIND_CODE[e.kind])),
+          intArray(col((e) => e.bucket)),
+          textArray(col((e) => e.objectKey)),
+          textArray(col((e) => e.versionId)),
+          textArray(col((e) => e.uploadId)),
+          intArray(col((e) => e.partNumber)),
+          intArray(col((e) => e.size)),
+          intArray(col((e) => e.start)),
+          textArray(col((e) => e.createdBy)),
+          intArray(col((e) => KINDS[e.action].code)),
+          intArray(col((e) => e.attribution.provider)),
+          intArray(col((e) => e.attribution.customer)),
+          intArray(col((e) => e.attribution.feature)),
+          intArray(col((e) => e.attribution.clientType)),
+          intArray(col((e) => e.attribution.clientId)),
+          intArray(col((e) => e.end)),
+          textArray(col((e) => e.endedBy)),
         ],
       );
     }
@@ -618,7 +620,7 @@ ORDER BY object_key, started DESC LIMIT ${want}`,
       `INSERT INTO ${shape.table} (${key}, ${values.join(', ')})
        SELECT $1, * FROM unnest($2::integer[], ${arrays.join(', ')})
        ON CONFLICT (${key}) DO UPDATE SET ${addSetSql(valueColumns(shape), WIDE_VALUE_COLUMNS, `${shape.table}.`)}`,
-      [tenant, rows.map((r) => r.time), ...columns.map((_, i) => rows.map((r) => r.ids[i])), ...values.map((_, i) => stored.map((v) => v[i]!.toString()))],
+      [tenant, intArray(rows.map((r) => r.time)), ...columns.map((_, i) => intArray(rows.map((r) => r.ids[i]!))), ...values.map((_, i) => intArray(stored.map((v) => v[i]!)))],
     );
   }
 
