@@ -39,7 +39,7 @@ export interface LoadSpec {
   key?: string;
   warmupSec: number;
   durationSec: number;
-  /** Unix seconds the event timestamps are relative to. */
+  /** Unix seconds the bodies are stamped at (their events up to an hour before); each send moves them on by the time since. */
   now: number;
   /** Makes client eventIds unique across runs. */
   tag: string;
@@ -94,9 +94,11 @@ function runStream(load: LoadSpec, spec: StreamSpec, bodies: BodyTemplate[], nex
   const counters: Counters = { accepted: 0, duplicates: 0, rejected: 0 };
   const latencies = new Samples();
   let cursor = 0;
+  // The bodies were stamped at load.now: each send moves its events' timestamps on by the time since.
+  const shift = () => Math.floor(Date.now() / 1000) - load.now;
   const requests: autocannon.Request[] = spec.unique
-    ? [{ method: 'POST', path: spec.path, setupRequest: (req) => ({ ...req, body: bodies[cursor++ % bodies.length]!.build(nextId) }) }]
-    : bodies.slice(0, STATIC_POOL).map((template) => ({ method: 'POST', path: spec.path, body: template.build(nextId) }));
+    ? [{ method: 'POST', path: spec.path, setupRequest: (req) => ({ ...req, body: bodies[cursor++ % bodies.length]!.build(nextId, shift()) }) }]
+    : bodies.slice(0, STATIC_POOL).map((template) => ({ method: 'POST', path: spec.path, body: template.build(nextId, shift()) }));
   if (spec.verify === 'ingest') {
     const onResponse = (status: number, body: string) => {
       if (status !== 200) return;

@@ -383,26 +383,76 @@ export class EventMix {
 }
 
 /**
- * A request body cut around its eventId marks: `build` joins the parts with fresh ids, so a body
- * sent many times never repeats an eventId (which would turn stored events into duplicates).
+ * A request body cut around its eventId marks and its events' timestamps. `build` joins the parts
+ * with fresh ids, so a body sent many times never repeats an eventId (which would turn stored events
+ * into duplicates), and with its timestamps moved `shift` seconds on, in the form each was sent in:
+ * a pool of bodies sent again and again then stamps its events as collectors do, at the time of
+ * sending less their delay, not at the same few seconds each time round (which piles every copy of
+ * a key's events onto one minute, a history no collector sends, and grows with the run).
  */
 export class BodyTemplate {
-  private readonly parts: string[];
+  private readonly parts: string[] = [];
+  /** Between parts i and i+1: an eventId (null) or a timestamp. */
+  private readonly slots: (WireTimestamp | null)[] = [];
 
   constructor(json: string) {
-    this.parts = json.split(`"${EVENT_ID_MARK}"`);
+    const marks = new RegExp(`"${EVENT_ID_MARK}"|"timestamp":"([^"]+)"`, 'g');
+    let from = 0;
+    for (let m = marks.exec(json); m !== null; m = marks.exec(json)) {
+      if (m[1] === undefined) {
+        this.parts.push(json.slice(from, m.index));
+        this.slots.push(null);
+      } else {
+        this.parts.push(json.slice(from, m.index + '"timestamp":"'.length));
+        this.slots.push(parseWireTimestamp(m[1]));
+      }
+      from = m.index + m[0].length - (m[1] === undefined ? 0 : 1);
+    }
+    this.parts.push(json.slice(from));
   }
 
   get ids(): number {
-    return this.parts.length - 1;
+    return this.slots.filter((slot) => slot === null).length;
   }
 
-  build(nextId: () => string): string {
-    if (this.parts.length === 1) return this.parts[0]!;
+  build(nextId: () => string, shift = 0): string {
     let out = this.parts[0]!;
-    for (let i = 1; i < this.parts.length; i++) out += `"${nextId()}"` + this.parts[i];
+    for (let i = 0; i < this.slots.length; i++) {
+      const slot = this.slots[i]!;
+      out += (slot === null ? `"${nextId()}"` : formatWireTimestamp(slot, shift)) + this.parts[i + 1];
+    }
     return out;
   }
+}
+
+/** A wire timestamp's instant and the form it was written in (see wireTimestamp). */
+interface WireTimestamp {
+  seconds: number;
+  /** '' (whole seconds), '.123' (milliseconds), or '+02:00' (the offset form). */
+  tail: string;
+}
+
+function parseWireTimestamp(text: string): WireTimestamp {
+  const tail = text.endsWith('Z') ? text.slice(19, -1) : text.slice(19);
+  return { seconds: Math.floor(Date.parse(text) / 1000), tail };
+}
+
+/** `YYYY-MM-DDTHH:MM:SS` of a second, cached: a body's timestamps share a few hundred seconds. */
+const secondTexts = new Map<number, string>();
+
+function secondText(seconds: number): string {
+  let text = secondTexts.get(seconds);
+  if (text === undefined) {
+    if (secondTexts.size > 100_000) secondTexts.clear();
+    text = new Date(seconds * 1000).toISOString().slice(0, 19);
+    secondTexts.set(seconds, text);
+  }
+  return text;
+}
+
+function formatWireTimestamp(t: WireTimestamp, shift: number): string {
+  if (t.tail === '+02:00') return `${secondText(t.seconds + shift + 7200)}+02:00`;
+  return `${secondText(t.seconds + shift)}${t.tail}Z`;
 }
 
 /** Client-style eventIds (UUID shaped), unique per `tag` and counter. */
