@@ -39,7 +39,7 @@ export interface LoadSpec {
   key?: string;
   warmupSec: number;
   durationSec: number;
-  /** Unix seconds the bodies are stamped at (their events up to an hour before); each send moves them on by the time since. */
+  /** Unix seconds the bodies are stamped at (their events up to an hour before); each build of a request moves them on by the time since. */
   now: number;
   /** Makes client eventIds unique across runs. */
   tag: string;
@@ -94,7 +94,8 @@ function runStream(load: LoadSpec, spec: StreamSpec, bodies: BodyTemplate[], nex
   const counters: Counters = { accepted: 0, duplicates: 0, rejected: 0 };
   const latencies = new Samples();
   let cursor = 0;
-  // The bodies were stamped at load.now: each send moves its events' timestamps on by the time since.
+  // The bodies were stamped at load.now: each build moves its events' timestamps on by the time since
+  // (every send of a unique stream; a static pool's requests, built once per run, at the run's start).
   const shift = () => Math.floor(Date.now() / 1000) - load.now;
   const requests: autocannon.Request[] = spec.unique
     ? [{ method: 'POST', path: spec.path, setupRequest: (req) => ({ ...req, body: bodies[cursor++ % bodies.length]!.build(nextId, shift()) }) }]

@@ -415,7 +415,9 @@ export class BodyTemplate {
     return this.slots.filter((slot) => slot === null).length;
   }
 
+  /** `shift`: whole seconds. */
   build(nextId: () => string, shift = 0): string {
+    if (!Number.isInteger(shift)) throw new Error(`bench body: a shift of whole seconds, not ${shift}`);
     let out = this.parts[0]!;
     for (let i = 0; i < this.slots.length; i++) {
       const slot = this.slots[i]!;
@@ -433,8 +435,10 @@ interface WireTimestamp {
 }
 
 function parseWireTimestamp(text: string): WireTimestamp {
-  const tail = text.endsWith('Z') ? text.slice(19, -1) : text.slice(19);
-  return { seconds: Math.floor(Date.parse(text) / 1000), tail };
+  // The three forms wireTimestamp writes; another would be rewritten wrong, so it is refused.
+  const m = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:(\.\d{3})?Z|(\+02:00))$/.exec(text);
+  if (m === null) throw new Error(`bench body: a timestamp of a form wireTimestamp does not write: ${text}`);
+  return { seconds: Math.floor(Date.parse(text) / 1000), tail: m[2] ?? m[1] ?? '' };
 }
 
 /** `YYYY-MM-DDTHH:MM:SS` of a second, cached: a body's timestamps share a few hundred seconds. */

@@ -50,4 +50,13 @@ describe('bench request bodies', () => {
     // Whole seconds, milliseconds and the +02:00 form.
     assert.deepEqual([...forms].sort(), ['9999-99-99T99:99:99+99:99', '9999-99-99T99:99:99.999Z', '9999-99-99T99:99:99Z']);
   });
+
+  it('refuses a timestamp of a form it would rewrite wrong, and a shift of part of a second', () => {
+    const body = (timestamp: string) => JSON.stringify({ action: 'GetObject', timestamp });
+    assert.throws(() => new BodyTemplate(body('2026-12-31T18:59:59-05:00')), /form wireTimestamp does not write/);
+    assert.throws(() => new BodyTemplate(body('2026-12-31T18:59:59.5Z')), /form wireTimestamp does not write/);
+    const template = new BodyTemplate(body('2026-12-31T23:59:59+02:00'));
+    assert.throws(() => template.build(counter(), 1.5), /whole seconds/);
+    assert.equal(template.build(counter(), -86_400), body('2026-12-30T23:59:59+02:00'));
+  });
 });
