@@ -403,7 +403,8 @@ const writer = new Writer(data);
 function answer(id: number, run: () => WriterResult, foldSums = false): void {
   let response: WriterResponse;
   try {
-    response = { id, ok: true, result: run(), ...(foldSums ? { foldSums: true as const } : {}) };
+    response = { id, ok: true, result: run() };
+    if (foldSums) response.foldSums = true;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     response = { id, ok: false, error: { message, code: sqliteCode(err) } };
