@@ -209,14 +209,10 @@ export function buildUniverse(seed = MIX_SEED, options: MixOptions = {}): MixUni
 
 /** A timestamp as the clients format the provider's Date header: mostly whole-second UTC. */
 function wireTimestamp(rng: Rng, epochSeconds: number): string {
-  const date = new Date(epochSeconds * 1000);
-  const iso = date.toISOString();
   const roll = rng.next();
-  if (roll < 0.85) return iso.slice(0, 19) + 'Z';
-  if (roll < 0.95) return iso.slice(0, 19) + `.${String(rng.int(0, 999)).padStart(3, '0')}Z`;
-  // +02:00 offset form of the same instant.
-  const shifted = new Date((epochSeconds + 7200) * 1000).toISOString();
-  return shifted.slice(0, 19) + '+02:00';
+  // Whole seconds, milliseconds, or the +02:00 offset form of the same instant.
+  const tail = roll < 0.85 ? '' : roll < 0.95 ? `.${String(rng.int(0, 999)).padStart(3, '0')}` : '+02:00';
+  return formatWireTimestamp({ seconds: epochSeconds, tail }, 0);
 }
 
 /**
@@ -409,10 +405,6 @@ export class BodyTemplate {
       from = m.index + m[0].length - (m[1] === undefined ? 0 : 1);
     }
     this.parts.push(json.slice(from));
-  }
-
-  get ids(): number {
-    return this.slots.filter((slot) => slot === null).length;
   }
 
   /** `shift`: whole seconds. */
