@@ -99,12 +99,19 @@ export function compareEntries(a: Entry, b: Entry): number {
 const k2 = (a: string, b: string) => `${a}\u0000${b}`;
 
 /**
+ * Kinds whose key only labels the part they make or the upload they end: they neither read nor change
+ * the versions at it, so they are not among the key's events. (A CreateMultipartUpload is: a replay of
+ * its upload from before it must reach the key its completion may write without naming it.)
+ */
+const NAMES_KEY_ONLY: ReadonlySet<ActionName> = new Set(['UploadPart', 'UploadPartCopy', 'AbortMultipartUpload']);
+
+/**
  * The nodes an event touches by its own fields: k (versions at a key), u (an upload), b (a bucket's
  * forced deletes). What the per-key inventory log stores for each event (Closure reads it).
  */
 export function touches(e: TimelineEvent): string[] {
   const out: string[] = [];
-  if (e.objectKey !== undefined) out.push(`k${k2(e.bucket, e.objectKey)}`);
+  if (e.objectKey !== undefined && !NAMES_KEY_ONLY.has(e.action)) out.push(`k${k2(e.bucket, e.objectKey)}`);
   if (e.uploadId !== undefined) out.push(`u${k2(e.bucket, e.uploadId)}`);
   if (e.copySource !== undefined) out.push(`k${k2(e.copySource.bucket, e.copySource.objectKey)}`);
   for (const d of e.deletedObjects ?? []) out.push(`k${k2(e.bucket, d.objectKey)}`);
