@@ -531,6 +531,25 @@ export function inventoryContract(name: string, open: () => Promise<OpenedInvent
                 batch: 4,
               },
             ],
+            // A late put in the second an upload completed without a key at the same key (found through the
+            // upload's record, not the key's log): completions rank after writes, so it ends the late put's
+            // object at once, and the put before both ends at the late put.
+            [
+              {
+                ops: [
+                  { bucket: 'b2', timestamp: T0 + 3580, action: 'PutObject', objectKey: 'a', bytes: 1 },
+                  { bucket: 'b2', timestamp: T0 + 3581, action: 'CreateMultipartUpload', objectKey: 'a', uploadId: 'u1' },
+                  { bucket: 'b2', timestamp: T0 + 3582, action: 'UploadPart', uploadId: 'u1', partNumber: 1, bytes: 7 },
+                  { bucket: 'b2', timestamp: T0 + 3590, action: 'CompleteMultipartUpload', uploadId: 'u1' },
+                  { bucket: 'b2', timestamp: T0 + 3600, action: 'PutObject', objectKey: 'a', bytes: 3 },
+                  { bucket: 'b2', timestamp: T0 + 3590, action: 'PutObject', objectKey: 'a', bytes: 5 },
+                ],
+                order: [],
+                newestFirst: false,
+                rounds: 6,
+                batch: 1,
+              },
+            ],
           ],
         },
       );
