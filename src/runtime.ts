@@ -40,8 +40,6 @@ import { throttledWarn } from './logging/throttle.js';
 
 /** How often the job owner folds new events into the usage rollups (a check of two counters or one index when nothing is new). */
 const CATCH_UP_MS = 250;
-/** At least how long between two inventory catch-ups. */
-const INVENTORY_CATCH_UP_MS = 1000;
 /**
  * Set by tests only: the background catch-up first runs this many ms after
  * start (so a process can be killed with events committed and not folded), instead of CATCH_UP_MS.
@@ -235,26 +233,20 @@ export async function startNode(config: Config, logger: Logger, store: Store): P
   await purge();
   const purgeTimer = setInterval(() => void purge(), 3600_000).unref();
   // Derived data, kept up by the job owner in the background so that reads seldom have much to fold
-  // or apply first. The usage catch-up is called four times a second; a fold costs per rollup row it
-  // writes, so a store may fold less often while it is committing (PostgreSQL: at most once a second,
-  // `background`), and SQLite's writer also asks for a fold when its sums fill. An inventory catch-up
-  // replays the events since the earliest pending timestamp (late events widen that), so the next one
-  // waits ten times as long as it took (at least a second): it takes at most about a tenth of the
-  // thread that runs it, and a read applies whatever is pending itself.
+  // or apply first. Both catch-ups are called four times a second, and `background` lets the store
+  // pace them while it is committing: a fold costs per rollup row it writes (PostgreSQL: at most once
+  // a second; SQLite's writer also asks for a fold when its sums fill), an inventory catch-up per key
+  // history it replays (store/background-pace.ts: a tenth of its thread while committing, all of it
+  // once commits pause). A read folds or applies whatever is pending itself.
   let catchUpTimer: NodeJS.Timeout | undefined;
   let stopping = false;
-  let inventoryDue = 0;
   // While the store is down every catch-up fails, four a second.
   const usageFailed = throttledWarn(logger);
   const inventoryFailed = throttledWarn(logger);
   const catchUp = async () => {
     if (await store.claimJobs().catch(() => false)) {
       await store.usage.catchUp({ background: true }).catch((err: unknown) => usageFailed.warn({ err }, 'usage catch-up failed; will retry'));
-      if (performance.now() >= inventoryDue) {
-        const started = performance.now();
-        await store.inventory.catchUp().catch((err: unknown) => inventoryFailed.warn({ err }, 'inventory catch-up failed; will retry'));
-        inventoryDue = performance.now() + Math.max(INVENTORY_CATCH_UP_MS, 10 * (performance.now() - started));
-      }
+      await store.inventory.catchUp({ background: true }).catch((err: unknown) => inventoryFailed.warn({ err }, 'inventory catch-up failed; will retry'));
     }
     if (!stopping) catchUpTimer = setTimeout(() => void catchUp(), CATCH_UP_MS).unref();
   };

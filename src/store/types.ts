@@ -503,8 +503,11 @@ export interface InventoryDifference {
  * answer holds every event committed before it began.
  */
 export interface InventoryStore {
-  /** Applies every pending outbox row; safe from any process (one at a time). */
-  catchUp(): Promise<void>;
+  /**
+   * Applies every pending outbox row; safe from any process (one at a time). `background`: the job
+   * owner's periodic call, paced while this process commits (background-pace.ts).
+   */
+  catchUp(options?: { background?: boolean }): Promise<void>;
   lag(): Promise<InventoryLag>;
   storage(tenantId: number, query: StorageStoreQuery, signal?: AbortSignal): Promise<StorageWindowSums[]>;
   objects(tenantId: number, query: ObjectsStoreQuery, signal?: AbortSignal): Promise<InventoryEntryRecord[]>;

@@ -34,6 +34,7 @@ import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
 import { ACTIONS, aliveAtSql } from './inventory-sql.js';
 import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
+import { BackgroundPace } from '../background-pace.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
 
@@ -82,6 +83,8 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     private readonly reads = new CancellableReads(pool),
     /** Seqs of pending events one catch-up step applies. */
     private readonly catchUpSpan = CATCH_UP_SPAN,
+    /** The background catch-up's pace (no commits seen: every call runs). */
+    private readonly pace = new BackgroundPace(() => Number.NEGATIVE_INFINITY),
   ) {}
 
   /** The catch-up a read waits for: every event committed before it, within its budget (nothing pending: no wait). */
@@ -95,9 +98,12 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     return rows.length > 0;
   }
 
-  async catchUp(): Promise<void> {
+  async catchUp(options?: { background?: boolean }): Promise<void> {
     // Nothing pending (the usual case): no lock, no transaction.
-    if (await this.#pending()) await this.#apply();
+    const run = async () => {
+      if (await this.#pending()) await this.#apply();
+    };
+    await (options?.background === true ? this.pace.run(run) : run());
   }
 
   /**

@@ -43,6 +43,7 @@ import { PostgresUsageReads } from './usage.js';
 import { PostgresUsageFold } from './usage-fold.js';
 import { PostgresInventory } from './inventory.js';
 import { CATCH_UP_SPAN } from '../inventory-step.js';
+import { BackgroundPace } from '../background-pace.js';
 import { CancellableReads } from './cancellable.js';
 import { inventoryOutboxAfterCopyCte } from './inventory-sql.js';
 import { INVENTORY_ACTIONS } from '../../inventory/timeline.js';
@@ -392,7 +393,7 @@ export class PostgresStore implements Store {
       catchUp: (options) => (options?.background === true ? fold.background() : fold.catchUp()),
       lag: () => fold.lag(),
     };
-    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable, catchUpSpan);
+    this.inventory = new PostgresInventory(pool, guarded, foldBeforeReadMs, this.cancellable, catchUpSpan, new BackgroundPace(() => this.committedAt));
     this.storageFeed = this.inventory;
     // Another thread opens a pool of its own and catches up itself, as these reads do.
     this.threadReads = { spec: { backend: 'postgres', url, foldBeforeReadMs } };

@@ -27,6 +27,7 @@ import { ReaderPool } from './reader-pool.js';
 import { UNFOLDED } from './usage-sql.js';
 import { INVENTORY_MORE } from './protocol.js';
 import { checkedSpan } from '../inventory-step.js';
+import { BackgroundPace } from '../background-pace.js';
 import { WriterThread } from './writer.js';
 import type { WriterLogger } from './writer.js';
 
@@ -70,6 +71,8 @@ export class SqliteStore implements Store {
   readonly #events: EventReader;
   readonly #readBudgetMs: number;
   #closed = false;
+  /** When this process last committed events (performance.now()): the inventory's background pace. */
+  #committedAt = Number.NEGATIVE_INFINITY;
 
   constructor(db: Connection, writer: WriterThread, derived: WriterThread<DerivedCommand>, readers: ReaderPool, readBudgetMs: number, foldBeforeReadMs = FOLD_BEFORE_READ_MS) {
     this.#db = db;
@@ -162,8 +165,9 @@ export class SqliteStore implements Store {
       if (upTo > 0) await byDeadline(catchUpTo(upTo), Date.now() + foldBeforeReadMs, inventoryBacklog);
       return read();
     };
+    const pace = new BackgroundPace(() => this.#committedAt);
     this.inventory = {
-      catchUp,
+      catchUp: (options) => (options?.background === true ? pace.run(catchUp) : catchUp()),
       lag: () => this.#readers.run('inventory.lag', {}, 0, USAGE_BUDGET_MS),
       storage: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.storage', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
       objects: (tenantId, query, signal) => caughtUp(() => this.#readers.run('inventory.objects', { tenantId, query }, tenantId, USAGE_BUDGET_MS, signal)),
@@ -188,6 +192,7 @@ export class SqliteStore implements Store {
     // Only the client ids are kept while the writer works, not the events: they may die young.
     const clientIds = unit.events.map(({ event }) => event.eventId);
     return this.#writer.request({ type: 'commit', unit: packed, deadline }, transfer).then((result) => {
+      this.#committedAt = performance.now();
       const seqs = result as Float64Array;
       return clientIds.map((eventId, i): EventOutcome => ({ eventId: eventId ?? serverEventId(seqs[i]!), duplicate: seqs[i] === 0 }));
     });
