@@ -1,6 +1,6 @@
 /**
  * The inventory catch-up's cost on the reference mix, without HTTP: `node dist/bench/inventory-catchup.js
- * [events] [units per catch-up] [sqlite|postgres URL]`. Commits the batch stream's events (same
+ * [events] [units per catch-up] [sqlite|postgres URL] [seqs per step]`. Commits the batch stream's events (same
  * generator as the batch phases: 5% up to an hour late) in 1,000-event units through the product's
  * store, one after another, and applies the inventory after every few units as the job owner does;
  * prints the process CPU (all threads: the SQLite writer is one) per stored event spent in the commits
@@ -16,7 +16,7 @@ import { createEventValidator } from '../src/events/validate.js';
 import type { Store } from '../src/store/types.js';
 import { batchBodies, eventIdSource, MIX_SEED } from './mix.js';
 
-const [count = '60000', every = '5', backend = 'sqlite'] = process.argv.slice(2);
+const [count = '60000', every = '5', backend = 'sqlite', span] = process.argv.slice(2);
 const now = Math.floor(Date.now() / 1000);
 const validator = createEventValidator({ maxFutureSeconds: SETTINGS.maxFutureSeconds.default, maxExtraBytes: SETTINGS.maxExtraBytes.default });
 const templates = batchBodies(200, 1000, now, MIX_SEED + 2);
@@ -32,7 +32,7 @@ for (let t = 0; events.length < Number(count); t = (t + 1) % templates.length) {
 let store: Store;
 if (backend === 'sqlite') {
   const { openSqliteStore } = await import('../src/store/sqlite/index.js');
-  store = await openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), 'bm-catchup-')), 'bucketmeter.db'), logger: pino({ level: 'silent' }) });
+  store = await openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), 'bm-catchup-')), 'bucketmeter.db'), logger: pino({ level: 'silent' }), ...(span === undefined ? {} : { catchUpSpan: Number(span) }) });
 } else {
   const { openPostgresStore } = await import('../src/store/postgres/index.js');
   store = await openPostgresStore({ url: backend });
