@@ -95,7 +95,7 @@ export interface RunRecord {
     stop?: { code: number | null; signal: string | null; ms: number; killed: boolean };
   };
   disk?: DiskResult;
-  /** Ingest phases with usage on: the usage fold's drain after the last 2xx (store phases: in raw). */
+  /** Ingest phases with usage on: the derived data's drain after the last 2xx, the rollups and the inventory when on (store phases: in raw). */
   drain?: UsageDrain;
   /** The usage query phase: per store size, the load, rollup storage and each query's p50. */
   usageQuery?: UsageQueryResult[];
@@ -162,7 +162,7 @@ export interface PhaseSummary {
   rssSecondHalfMbPerMin?: number;
   diskBytesPerEvent?: number;
   diskEvents?: number;
-  /** Usage on: seconds from the last 2xx until the rollups had caught up; server CPU µs per event stored, while ingesting and during that drain. */
+  /** Usage on: seconds from the last 2xx until the rollups (and the inventory, when on) had caught up; server CPU µs per event stored, while ingesting and during that drain. */
   drainSeconds?: number;
   cpuUsPerEvent?: number;
   drainCpuUsPerEvent?: number;

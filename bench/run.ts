@@ -222,14 +222,22 @@ class PgSchema {
  * Seconds from now (the last 2xx) until the server's usage rollups have caught up: its
  * bucketmeter_usage_pending_events gauge, polled every 50 ms, reads 0.
  */
-async function usageDrain(url: string): Promise<number> {
+/**
+ * Seconds from the last 2xx until the derived data caught up: the usage rollups, and the object
+ * inventory when it is on (its backlog is work the window's rate does not show, as the fold's is).
+ */
+async function derivedDrain(url: string, inventory: boolean): Promise<number> {
   const started = performance.now();
+  const gauges = inventory ? ['bucketmeter_usage_pending_events', 'bucketmeter_inventory_pending'] : ['bucketmeter_usage_pending_events'];
   for (;;) {
     const text = await (await fetch(`${url}/metrics`)).text();
-    const pending = /^bucketmeter_usage_pending_events (\S+)$/m.exec(text)?.[1];
-    if (pending === undefined) throw new Error('the server has no bucketmeter_usage_pending_events gauge');
-    if (Number(pending) === 0) return (performance.now() - started) / 1000;
-    if (performance.now() - started > 600_000) throw new Error(`usage still ${pending} events behind after 600 s`);
+    const pending = gauges.map((name) => {
+      const value = new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1];
+      if (value === undefined) throw new Error(`the server has no ${name} gauge`);
+      return Number(value);
+    });
+    if (pending.every((n) => n === 0)) return (performance.now() - started) / 1000;
+    if (performance.now() - started > 600_000) throw new Error(`derived data still behind after 600 s (${gauges.map((g, i) => `${g} ${pending[i]}`).join(', ')})`);
     await new Promise((done) => setTimeout(done, 50));
   }
 }
@@ -560,7 +568,7 @@ async function runHttp(settings: Settings, phase: Phase, record: RunRecord): Pro
         const events = load.streams[0]!.eventsAccepted;
         const cpuAtEnd = cpuSeconds(server.pid);
         const usageOn = phase.env?.BUCKETMETER_BENCH_NO_USAGE !== '1';
-        const drainSeconds = usageOn ? await usageDrain(server.url) : 0;
+        const drainSeconds = usageOn ? await derivedDrain(server.url, phase.env?.BUCKETMETER_BENCH_NO_INVENTORY !== '1') : 0;
         record.drain = { seconds: drainSeconds, cpuUsPerEvent: (serverCpu * seconds * 1e6) / events, drainCpuUsPerEvent: usageOn ? ((cpuSeconds(server.pid) - cpuAtEnd) * 1e6) / events : 0 };
       }
     } finally {
