@@ -5,8 +5,13 @@
  * the first row is taken whatever its span (the migration's row of a store's earlier events, once).
  */
 
-/** Seqs of pending events per step (a group commit's rows are at most 10,000 each). */
-export const CATCH_UP_SPAN = 50_000;
+/**
+ * Seqs of pending events per step (a group commit's rows are at most 10,000 each). A step replays each
+ * key it touches once, from its earliest new event there, so a busy key's late events cost less per
+ * event in larger steps: on the reference mix 150,000 took about half the CPU per event of 50,000,
+ * for about 100 MiB more at the peak of a backlog's catch-up (docs/BENCHMARKS.md).
+ */
+export const CATCH_UP_SPAN = 150_000;
 
 /**
  * The step's rows in id order, in both stores' SQL: rows are taken while the seqs before them are
