@@ -35,7 +35,7 @@ if (backend === 'sqlite') {
   store = await openSqliteStore({ path: join(mkdtempSync(join(tmpdir(), 'bm-catchup-')), 'bucketmeter.db'), logger: pino({ level: 'silent' }), ...(span === undefined ? {} : { catchUpSpan: Number(span) }) });
 } else {
   const { openPostgresStore } = await import('../src/store/postgres/index.js');
-  store = await openPostgresStore({ url: backend });
+  store = await openPostgresStore({ url: backend, ...(span === undefined ? {} : { catchUpSpan: Number(span) }) });
 }
 const { tenantId } = await store.keys.create({ id: `key_catchup_${process.pid}`, tenantName: `catchup-${process.pid}-${now}`, hash: Buffer.alloc(32), createdAt: now });
 const cpu = () => {
