@@ -101,9 +101,10 @@ const k2 = (a: string, b: string) => `${a}\u0000${b}`;
 /**
  * Kinds whose key only labels the part they make or the upload they end: they neither read nor change
  * the versions at it, so they are not among the key's events. (A CreateMultipartUpload is: a replay of
- * its upload from before it must reach the key its completion may write without naming it.)
+ * its upload from before it must reach the key its completion may write without naming it. An
+ * UploadPartCopy names no key of its own, only its source, which it reads.)
  */
-const NAMES_KEY_ONLY: ReadonlySet<ActionName> = new Set(['UploadPart', 'UploadPartCopy', 'AbortMultipartUpload']);
+const NAMES_KEY_ONLY: ReadonlySet<ActionName> = new Set(['UploadPart', 'AbortMultipartUpload']);
 
 /**
  * The nodes an event touches by its own fields: k (versions at a key), u (an upload), b (a bucket's

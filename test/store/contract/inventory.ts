@@ -74,9 +74,9 @@ const opsOf = (times: fc.Arbitrary<number>, w: Weights, buckets = bucket): fc.Ar
     { weight: w.create, arbitrary: fc.record({ k: key, u: fc.constantFrom(...UPLOADS) }).map(({ k, u }) => ({ ...base, action: 'CreateMultipartUpload', objectKey: k, uploadId: u })) },
     {
       weight: w.part,
-      // A part may name its upload's key, as clients send it (the key only labels the part).
+      // An UploadPart may name a key (clients send their upload's; any key here: it only labels the part).
       arbitrary: fc.record({ u: fc.constantFrom(...UPLOADS), p: fc.integer({ min: 1, max: 3 }), n: bytes, copy: fc.boolean(), s: source, k: fc.option(key, { nil: undefined }) }).map(({ u, p, n, copy, s, k }) =>
-        strip(copy ? { ...base, action: 'UploadPartCopy', uploadId: u, partNumber: p, copySource: s, objectKey: k } : { ...base, action: 'UploadPart', uploadId: u, partNumber: p, bytes: n, objectKey: k }),
+        copy ? { ...base, action: 'UploadPartCopy', uploadId: u, partNumber: p, copySource: s } : strip({ ...base, action: 'UploadPart', uploadId: u, partNumber: p, bytes: n, objectKey: k }),
       ),
     },
     { weight: w.complete, arbitrary: fc.record({ u: fc.constantFrom(...UPLOADS), k: fc.option(key, { nil: undefined }), v: versionFor(b) }).map(({ u, k, v }) => strip({ ...base, action: 'CompleteMultipartUpload', uploadId: u, objectKey: k, versionId: v })) },
