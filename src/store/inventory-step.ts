@@ -6,12 +6,19 @@
  */
 
 /**
- * Seqs of pending events per step (a group commit's rows are at most 10,000 each). A step replays each
- * key it touches once, from its earliest new event there, so a busy key's late events cost less per
- * event in larger steps: on the reference mix 150,000 took about half the CPU per event of 50,000,
- * for about 100 MiB more at the peak of a backlog's catch-up (docs/BENCHMARKS.md).
+ * Seqs of pending events per step on SQLite (a group commit's rows are at most 10,000 each). A step
+ * replays each key it touches once, from its earliest new event there, so a busy key's late events
+ * cost less per event in larger steps: on the reference mix 150,000 took about half the CPU per event
+ * of 50,000, for about 100 MiB more at the peak of a backlog's catch-up (docs/BENCHMARKS.md).
  */
 export const CATCH_UP_SPAN = 150_000;
+
+/**
+ * The same on PostgreSQL, where a step is one transaction of the database that ingest commits to:
+ * steps of 150,000 halved the drain's CPU there too, but slowed ingest beside them (0.60–0.71×
+ * against 0.77–0.93× in the window, p99 doubled), so the steps stay at 50,000.
+ */
+export const POSTGRES_CATCH_UP_SPAN = 50_000;
 
 /**
  * The step's rows in id order, in both stores' SQL: rows are taken while the seqs before them are

@@ -28,7 +28,7 @@ export interface PostgresStoreOptions {
   inventory?: boolean;
   /** How long a usage read may fold a backlog before answering 503 (default FOLD_BEFORE_READ_MS). */
   foldBeforeReadMs?: number;
-  /** Seqs of pending events one inventory catch-up step applies (default CATCH_UP_SPAN; tests take small steps). */
+  /** Seqs of pending events one inventory catch-up step applies (default POSTGRES_CATCH_UP_SPAN; tests take small steps). */
   catchUpSpan?: number;
 }
 

@@ -33,7 +33,7 @@ import { CancellableReads } from './cancellable.js';
 import { fromPgText, toPgText } from './encode.js';
 import { serialized } from './serialized.js';
 import { ACTIONS, aliveAtSql } from './inventory-sql.js';
-import { CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
+import { POSTGRES_CATCH_UP_SPAN, outboxStepSql } from '../inventory-step.js';
 import { BackgroundPace } from '../background-pace.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
@@ -82,7 +82,7 @@ export class PostgresInventory implements InventoryStore, StorageFeed {
     private readonly catchUpBeforeReadMs = FOLD_BEFORE_READ_MS,
     private readonly reads = new CancellableReads(pool),
     /** Seqs of pending events one catch-up step applies. */
-    private readonly catchUpSpan = CATCH_UP_SPAN,
+    private readonly catchUpSpan = POSTGRES_CATCH_UP_SPAN,
     /** The background catch-up's pace (no commits seen: every call runs). */
     private readonly pace = new BackgroundPace(() => Number.NEGATIVE_INFINITY),
   ) {}

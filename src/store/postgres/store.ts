@@ -42,7 +42,7 @@ import { USAGE_AFTER_COPY_CTES } from './usage-sql.js';
 import { PostgresUsageReads } from './usage.js';
 import { PostgresUsageFold } from './usage-fold.js';
 import { PostgresInventory } from './inventory.js';
-import { CATCH_UP_SPAN } from '../inventory-step.js';
+import { POSTGRES_CATCH_UP_SPAN } from '../inventory-step.js';
 import { BackgroundPace } from '../background-pace.js';
 import { CancellableReads } from './cancellable.js';
 import { inventoryOutboxAfterCopyCte } from './inventory-sql.js';
@@ -367,7 +367,7 @@ export class PostgresStore implements Store {
     /** How long a usage read may fold a backlog before answering 503. */
     foldBeforeReadMs = FOLD_BEFORE_READ_MS,
     /** Seqs of pending events one inventory catch-up step applies. */
-    catchUpSpan = CATCH_UP_SPAN,
+    catchUpSpan = POSTGRES_CATCH_UP_SPAN,
   ) {
     this.dictionary = new Dictionary(pool);
     this.keys = new PostgresKeyStore(pool);
