@@ -219,12 +219,9 @@ class PgSchema {
 }
 
 /**
- * Seconds from now (the last 2xx) until the server's usage rollups have caught up: its
- * bucketmeter_usage_pending_events gauge, polled every 50 ms, reads 0.
- */
-/**
  * Seconds from the last 2xx until the derived data caught up: the usage rollups, and the object
- * inventory when it is on (its backlog is work the window's rate does not show, as the fold's is).
+ * inventory when it is on (its backlog is work the window's rate does not show, as the fold's is): their
+ * gauges, polled every 50 ms, read 0.
  */
 async function derivedDrain(url: string, inventory: boolean): Promise<number> {
   const started = performance.now();

@@ -11,7 +11,7 @@
 export const BUSY_CATCH_UP_MS = 1000;
 /** How many times its own duration the next background catch-up waits while this process commits. */
 export const BUSY_FACTOR = 10;
-/** No commit of this process for this long: ingest has paused. */
+/** No commit of this process for this long: ingest has paused (this pace's and PostgreSQL's background fold's). */
 export const IDLE_MS = 50;
 
 export class BackgroundPace {

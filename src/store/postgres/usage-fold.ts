@@ -11,6 +11,7 @@ import { SHAPES, shapeRange } from '../../usage/shapes.js';
 import { FoldBacklogError, type UsageLag } from '../types.js';
 import { byDeadline } from '../deadline.js';
 import { serialized } from './serialized.js';
+import { IDLE_MS } from '../background-pace.js';
 import { FOLD_SQL, rollupSql } from './usage-sql.js';
 import { countRebuildSql, EVERY_TENANT } from '../rebuilds.js';
 import type { RebuildKind } from '../rebuilds.js';
@@ -34,8 +35,6 @@ export const FOLD_CHUNK_EVENTS = 100_000;
  * A read folds what is pending first: it pays for at most this much of them.
  */
 export const BUSY_FOLD_MS = 1000;
-/** No commit of this process for this long: ingest has paused, and the next background call folds. */
-export const IDLE_MS = 50;
 
 /** Beyond any outbox id. */
 const ALL = '9223372036854775807';
